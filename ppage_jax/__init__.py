@@ -1,0 +1,18 @@
+"""ppage_jax: a vectorized JAX simulator of the PPAGE predator-prey gridworld."""
+from ppage_jax import rewards  # noqa: F401  (registers the shipped reward terms)
+from ppage_jax.config import Config, ConfigError, load_config
+from ppage_jax.env import GridWorld, make
+from ppage_jax.observations import (
+    ObservationBuilder, observation_builders, register_observation)
+from ppage_jax.rewards import (
+    Choice, PotentialContext, RewardContext, register_potential, register_reward, reward_terms)
+from ppage_jax.state import EnvParams, Layout, RewardParams, State
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Choice", "Config", "ConfigError", "EnvParams", "GridWorld", "Layout",
+    "ObservationBuilder", "PotentialContext", "RewardContext", "RewardParams", "State",
+    "load_config", "make", "observation_builders", "register_observation",
+    "register_potential", "register_reward", "reward_terms",
+]

@@ -1,0 +1,48 @@
+"""Package defaults: PPAGE's shipped top-level config, with stamina unlimited."""
+from __future__ import annotations
+
+import copy
+
+SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
+
+_DEFAULTS: dict = {
+    "env": {
+        "name": "ppage",
+        "size": 10,
+        "obstacle_percentage": 20.0,
+        "seed": 42,
+        "render_mode": None,
+        "window_size": 600,
+        "dynamics": {"allow_cell_sharing": True, "block_agents_by_obstacles": True},
+        "termination": {"capture_threshold": 1, "max_steps": 500},
+        "map": None,
+        "starts": None,
+    },
+    "agents": {
+        "predators": {"count": 3, "speed": 1, "stamina": None},
+        "preys": {"count": 3, "speed": 3, "stamina": None},
+    },
+    "observations": {"type": "local_only", "params": {}, "per_agent": None},
+    "rewards": {
+        "gamma": 0.99,
+        "base": {"enabled": True, "weight": 1.0, "params": {}},
+        "shaping": [
+            {"name": "predator_distance", "weight": 0.5},
+            {"name": "survival", "weight": 1.0},
+        ],
+        "normalization": {"enabled": False},
+    },
+    "actions": {"type": "discrete_5", "params": {}},
+    "experiment": {
+        "algorithm": "random",
+        "seed": 42,
+        "num_envs": 1024,
+        "total_timesteps": 1_000_000,
+        "output_dir": "runs",
+    },
+}
+
+
+def defaults() -> dict:
+    """A fresh deep copy of the default merged config."""
+    return copy.deepcopy(_DEFAULTS)

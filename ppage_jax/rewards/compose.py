@@ -1,0 +1,197 @@
+"""The reward composer: configured terms -> weighted per-term contributions.
+
+``step`` adds nothing of its own: the reward is ``sum_t weight_t * mask_t * raw_t`` over the
+configured terms, and ``info["reward_terms"]`` holds each weighted column.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ppage_jax.config import register_validator
+from ppage_jax.rewards.registry import (
+    ROLES, CaptureEvents, Choice, PotentialContext, RewardContext, TermSpec, get_term,
+    reward_terms)
+from ppage_jax.state import Layout, RewardParams, State
+
+SHAPING_KEYS = ("name", "weight", "params", "applies_to")
+
+
+@dataclasses.dataclass(frozen=True)
+class TermEntry:
+    """One configured term: registry name, weight, params (defaults filled) and role."""
+
+    name: str
+    weight: float
+    params: Mapping[str, Any]
+    applies_to: str
+
+
+def term_entries(rewards: Mapping[str, Any]) -> list[TermEntry]:
+    """The configured terms in order: ``base`` (if enabled), then the ``shaping`` list."""
+    raw = []
+    if rewards["base"]["enabled"]:
+        raw.append({"name": "base", "weight": rewards["base"]["weight"],
+                    "params": rewards["base"]["params"]})
+    raw.extend(rewards["shaping"] or [])
+    entries = []
+    for item in raw:
+        spec = get_term(item["name"])
+        params = {k: (v.default if isinstance(v, Choice) else v) for k, v in spec.params.items()}
+        params.update(item.get("params") or {})
+        entries.append(TermEntry(spec.name, float(item.get("weight", 1.0)), params,
+                                 item.get("applies_to") or spec.applies_to))
+    return entries
+
+
+def role_mask(applies_to: str, is_predator: np.ndarray) -> np.ndarray:
+    """float32[A] 0/1 mask of the agents a term applies to."""
+    return {"predator": is_predator, "prey": ~is_predator,
+            "all": np.ones_like(is_predator)}[applies_to].astype(np.float32)
+
+
+def _param_value(spec: TermSpec, key: str, value: Any) -> jax.Array:
+    declared = spec.params[key]
+    if isinstance(declared, Choice):
+        return jnp.asarray(declared.index(value), dtype=jnp.int32)
+    return jnp.asarray(value, dtype=jnp.float32)
+
+
+def _call_potential(fn: Callable, state: State, ctx: PotentialContext) -> jax.Array:
+    if len(inspect.signature(fn).parameters) == 1:
+        return fn(state)
+    return fn(state, ctx)
+
+
+class RewardComposer:
+    """Static structure of the reward: the ordered term names and their functions."""
+
+    def __init__(self, entries: Sequence[TermEntry], layout: Layout):
+        self.entries = tuple(entries)
+        self.names = tuple(e.name for e in entries)
+        self.specs = tuple(get_term(n) for n in self.names)
+        self.layout = layout
+        self._is_predator = layout.is_predator
+
+    @property
+    def has_potentials(self) -> bool:
+        return any(s.potential for s in self.specs)
+
+    def default_params(self, gamma: float) -> RewardParams:
+        """Traced reward params holding the configured weights, masks and term params."""
+        return RewardParams(
+            weights=jnp.asarray([e.weight for e in self.entries], dtype=jnp.float32).reshape(-1),
+            role_masks=jnp.asarray(
+                np.stack([role_mask(e.applies_to, self._is_predator) for e in self.entries])
+                if self.entries else np.zeros((0, self.layout.num_agents), np.float32)),
+            term_params={e.name: {k: _param_value(s, k, v) for k, v in e.params.items()}
+                         for e, s in zip(self.entries, self.specs)},
+            gamma=jnp.asarray(gamma, dtype=jnp.float32),
+        )
+
+    def _weigh(self, raw_columns: list[jax.Array], params: RewardParams) -> jax.Array:
+        n_agents = self.layout.num_agents
+        if not raw_columns:
+            return jnp.zeros((n_agents, 0), jnp.float32)
+        raw = jnp.stack(raw_columns, axis=1).astype(jnp.float32)
+        return raw * params.weights[None, :] * params.role_masks.T
+
+    def substep(self, prev: State, state: State, events: CaptureEvents,
+                params: RewardParams) -> jax.Array:
+        """float32[A, T]: weighted contributions of the per-sub-step terms (0 for potentials)."""
+        is_predator = jnp.asarray(self._is_predator)
+        columns = []
+        for spec in self.specs:
+            if spec.potential:
+                columns.append(jnp.zeros(self.layout.num_agents, jnp.float32))
+                continue
+            ctx = RewardContext(prev=prev, state=state, events=events, is_predator=is_predator,
+                                params=params.term_params[spec.name],
+                                grid_size=self.layout.size)
+            columns.append(spec.fn(ctx))
+        return self._weigh(columns, params)
+
+    def potentials(self, state: State, params: RewardParams) -> jax.Array:
+        """float32[A, T]: phi(state) of each potential term (0 for the other terms)."""
+        is_predator = jnp.asarray(self._is_predator)
+        columns = []
+        for spec in self.specs:
+            if not spec.potential:
+                columns.append(jnp.zeros(self.layout.num_agents, jnp.float32))
+                continue
+            ctx = PotentialContext(is_predator=is_predator,
+                                   params=params.term_params[spec.name],
+                                   grid_size=self.layout.size)
+            columns.append(_call_potential(spec.fn, state, ctx))
+        return jnp.stack(columns, axis=1) if columns else jnp.zeros(
+            (self.layout.num_agents, 0), jnp.float32)
+
+    def turn(self, start: State, end: State, terminated: jax.Array,
+             params: RewardParams) -> jax.Array:
+        """float32[A, T]: potential shaping of one turn, gamma*phi(s')*(1-terminated) - phi(s)."""
+        if not self.has_potentials:
+            return jnp.zeros((self.layout.num_agents, len(self.specs)), jnp.float32)
+        phi_start = self.potentials(start, params)
+        phi_end = self.potentials(end, params) * (1.0 - terminated.astype(jnp.float32))
+        shaping = params.gamma * phi_end - phi_start
+        columns = [shaping[:, t] for t in range(len(self.specs))]
+        return self._weigh(columns, params)
+
+
+@register_validator
+def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
+    """Check rewards.base.params and every rewards.shaping entry against the registry."""
+    rewards = data["rewards"]
+    _check_params("base", "rewards.base.params", rewards["base"]["params"], fail)
+    shaping = rewards["shaping"] or []
+    seen = set()
+    for i, item in enumerate(shaping):
+        where = f"rewards.shaping[{i}]"
+        if not isinstance(item, dict) or "name" not in item:
+            fail(where, item, f"must be a mapping with keys {list(SHAPING_KEYS)} ('name' required)")
+        extra = sorted(set(item) - set(SHAPING_KEYS))
+        if extra:
+            fail(f"{where}.{extra[0]}", item[extra[0]],
+                 f"unknown key; allowed keys of a shaping entry: {list(SHAPING_KEYS)}")
+        name = item["name"]
+        if name == "base":
+            fail(f"{where}.name", name,
+                 "'base' is not a shaping term: it is added once by rewards.base.enabled, and "
+                 "listing it here would count the base reward twice (PPAGE issue #32)")
+        if name not in reward_terms():
+            fail(f"{where}.name", name, f"unknown reward term; known terms: {list(reward_terms())}")
+        if name in seen:
+            fail(f"{where}.name", name, "is listed twice; give each term once")
+        seen.add(name)
+        weight = item.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
+                or not np.isfinite(weight):
+            fail(f"{where}.weight", weight, "must be a finite number")
+        applies_to = item.get("applies_to")
+        if applies_to is not None and applies_to not in ROLES:
+            fail(f"{where}.applies_to", applies_to, f"must be one of {list(ROLES)}")
+        params = item.get("params") or {}
+        if not isinstance(params, dict):
+            fail(f"{where}.params", params, "must be a mapping of param names to values")
+        _check_params(name, f"{where}.params", params, fail)
+
+
+def _check_params(name: str, where: str, params: Mapping[str, Any],
+                  fail: Callable[..., None]) -> None:
+    spec = get_term(name)
+    for key, value in params.items():
+        if key not in spec.params:
+            fail(f"{where}.{key}", value,
+                 f"unknown param of reward term {name!r}; its params: {sorted(spec.params)}")
+        declared = spec.params[key]
+        if isinstance(declared, Choice):
+            if value not in declared.options:
+                fail(f"{where}.{key}", value, f"must be one of {list(declared.options)}")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value):
+            fail(f"{where}.{key}", value, "must be a finite number")

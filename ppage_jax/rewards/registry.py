@@ -1,0 +1,161 @@
+"""Registry of reward terms and potentials, and the read-only context a term sees."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from ppage_jax.state import State
+
+ROLES = ("predator", "prey", "all")
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """A string-valued term param; traced as the int32 index of the chosen option."""
+
+    options: tuple[str, ...]
+    default: str
+
+    def index(self, value: str) -> int:
+        return self.options.index(value)
+
+
+@struct.dataclass
+class CaptureEvents:
+    """What capture did in one sub-step (all bool/int arrays over agents)."""
+
+    captured_now: jax.Array       # bool[A]: prey captured in this sub-step
+    credited: jax.Array           # bool[A]: predators on a cell where prey were captured
+    predators_on_cell: jax.Array  # int32[A]: predators sharing each agent's cell (incl. itself)
+    num_captured: jax.Array       # int32 scalar: prey captured in this sub-step
+
+
+@struct.dataclass
+class RewardContext:
+    """Read-only view a reward term gets for one sub-step.
+
+    ``prev`` and ``state`` are the states before and after the sub-step's move and capture;
+    ``events`` the sub-step's captures; ``is_predator`` and ``grid_size`` the static layout;
+    ``params`` the term's own parameters from YAML (traced scalars).
+    """
+
+    prev: State
+    state: State
+    events: CaptureEvents
+    is_predator: jax.Array
+    params: Mapping[str, jax.Array]
+    grid_size: int = struct.field(pytree_node=False)
+
+    @property
+    def is_prey(self) -> jax.Array:
+        return ~self.is_predator
+
+    @property
+    def free_prey(self) -> jax.Array:
+        """bool[A]: prey not captured after this sub-step."""
+        return self.is_prey & ~self.state.captured
+
+    @property
+    def on_obstacle(self) -> jax.Array:
+        """bool[A]: agents standing on an obstacle cell after this sub-step."""
+        x, y = self.state.positions[:, 0], self.state.positions[:, 1]
+        return self.state.obstacle_map[y, x]
+
+
+@struct.dataclass
+class PotentialContext:
+    """What a potential phi(state, ctx) may read besides the state: layout and its params."""
+
+    is_predator: jax.Array
+    params: Mapping[str, jax.Array]
+    grid_size: int = struct.field(pytree_node=False)
+
+    @property
+    def is_prey(self) -> jax.Array:
+        return ~self.is_predator
+
+
+@dataclasses.dataclass(frozen=True)
+class TermSpec:
+    """A registered term: its function, params with defaults, default role and kind."""
+
+    name: str
+    fn: Callable[..., jax.Array]
+    params: Mapping[str, Any]
+    applies_to: str
+    potential: bool
+    doc: str
+
+
+_TERMS: dict[str, TermSpec] = {}
+
+
+def _register(name: str, potential: bool, params: Mapping[str, Any] | None, applies_to: str):
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a reward term name must be a non-empty string, got {name!r}")
+    if applies_to not in ROLES:
+        raise ValueError(f"applies_to must be one of {ROLES}, got {applies_to!r}")
+    params = dict(params or {})
+    for key, default in params.items():
+        if not isinstance(default, (int, float, Choice)) or isinstance(default, bool):
+            raise TypeError(f"param {key!r} of {name!r}: default must be a number or a "
+                            f"Choice, got {default!r}")
+
+    def decorator(fn: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
+        if not callable(fn):
+            raise TypeError(f"reward term {name!r} must be callable, got {fn!r}")
+        if name in _TERMS:
+            raise ValueError(f"reward term {name!r} is already registered")
+        _TERMS[name] = TermSpec(name, fn, params, applies_to, potential, (fn.__doc__ or "").strip())
+        return fn
+
+    return decorator
+
+
+def register_reward(name: str, *, params: Mapping[str, Any] | None = None,
+                    applies_to: str = "all"):
+    """Register ``term(ctx: RewardContext) -> float32[A]`` (raw, unweighted) as ``name``.
+
+    ``params`` declares the term's YAML params and their defaults (numbers, or a
+    :class:`Choice`); they reach the term as traced scalars in ``ctx.params``.
+    ``applies_to`` is the default role mask (``predator``, ``prey`` or ``all``).
+    """
+    return _register(name, False, params, applies_to)
+
+
+def register_potential(name: str, *, params: Mapping[str, Any] | None = None,
+                       applies_to: str = "all"):
+    """Register a potential ``phi(state, ctx: PotentialContext) -> float32[A]``.
+
+    The term pays ``gamma * phi(s') * (1 - terminated) - phi(s)`` once per turn, so its
+    discounted sum over an episode telescopes; phi is zeroed on termination, never on
+    truncation. A one-argument ``phi(state)`` is accepted too.
+    """
+    return _register(name, True, params, applies_to)
+
+
+def unregister_reward(name: str) -> None:
+    """Remove a registered term (for notebooks and tests that define throwaway terms)."""
+    _TERMS.pop(name, None)
+
+
+def reward_terms() -> tuple[str, ...]:
+    """Names of every registered reward term and potential."""
+    return tuple(sorted(_TERMS))
+
+
+def get_term(name: str) -> TermSpec:
+    """The registered term ``name``; an unknown name lists the known ones."""
+    try:
+        return _TERMS[name]
+    except KeyError:
+        raise KeyError(f"unknown reward term {name!r}; known terms: {list(reward_terms())}") \
+            from None
+
+
+def as_float(x) -> jax.Array:
+    return jnp.asarray(x, dtype=jnp.float32)

@@ -1,0 +1,76 @@
+"""The environment's pytrees (State, EnvParams) and its static Layout."""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+from flax import struct
+
+# Stamina at or above this value is unlimited (config `stamina: null`); it is never spent.
+UNLIMITED_STAMINA = 2**30
+# `max_steps: null` (no truncation) is stored as the largest int32.
+NO_TRUNCATION = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Static facts that fix array shapes: grid size, agent roles, obstacle count, speeds."""
+
+    size: int
+    n_predators: int
+    n_prey: int
+    num_obstacles: int
+    max_speed: int
+    allow_cell_sharing: bool
+    block_agents_by_obstacles: bool
+
+    @property
+    def num_agents(self) -> int:
+        return self.n_predators + self.n_prey
+
+    @property
+    def agent_names(self) -> tuple[str, ...]:
+        return tuple(f"predator_{i + 1}" for i in range(self.n_predators)) + tuple(
+            f"prey_{i + 1}" for i in range(self.n_prey))
+
+    @property
+    def is_predator(self) -> np.ndarray:
+        """bool[A]: True for the predator rows (the first n_predators)."""
+        return np.arange(self.num_agents) < self.n_predators
+
+
+@struct.dataclass
+class State:
+    """One grid's state. Agents are rows, predators first; coordinates are [x, y]."""
+
+    positions: jax.Array      # int32[A, 2]
+    captured: jax.Array       # bool[A]; predators are never captured
+    stamina: jax.Array        # int32[A]; >= UNLIMITED_STAMINA means unlimited
+    obstacles: jax.Array      # int32[K, 2], obstacle i keeps its slot for the episode
+    obstacle_map: jax.Array   # bool[H, W], indexed [y, x]
+    turn: jax.Array           # int32 scalar: turns (env steps) taken
+    captures_total: jax.Array  # int32 scalar: prey captured so far
+    terminated: jax.Array     # bool scalar: captures_total >= capture_threshold
+    truncated: jax.Array      # bool scalar: turn >= max_steps
+
+
+@struct.dataclass
+class RewardParams:
+    """Traced reward numbers: one weight and one role mask per term, plus term params."""
+
+    weights: jax.Array        # float32[T], in env.reward_terms order
+    role_masks: jax.Array     # float32[T, A]: applies_to as a 0/1 mask per agent
+    term_params: dict         # {term name: {param name: array scalar}}
+    gamma: jax.Array          # float32 scalar, for potential-based terms
+
+
+@struct.dataclass
+class EnvParams:
+    """Every traced number of the environment. Changing any leaf never recompiles."""
+
+    speeds: jax.Array             # int32[A], each <= the static max_speed
+    stamina: jax.Array            # int32[A] at reset; UNLIMITED_STAMINA for unlimited
+    capture_threshold: jax.Array  # int32 scalar
+    max_steps: jax.Array          # int32 scalar (NO_TRUNCATION for none)
+    reward: RewardParams
