@@ -1,25 +1,15 @@
 """Batched rollouts of a policy with auto-reset, summarised per finished episode."""
 from __future__ import annotations
 
-from typing import Callable
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ppage_jax.env import GridWorld
+from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams
 from ppage_jax.wrappers import AutoResetEnv
 
-# policy(key, obs float32[A, obs_size]) -> int32[A]
-Policy = Callable[[jax.Array, jax.Array], jax.Array]
-
-
-def random_policy(env: GridWorld) -> Policy:
-    """Uniformly random actions over the whole action table."""
-    def act(key: jax.Array, obs: jax.Array) -> jax.Array:
-        return jax.random.randint(key, (env.num_agents,), 0, env.num_actions)
-    return act
 
 
 def rollout_summary(env: GridWorld, policy: Policy, key: jax.Array, num_envs: int,
@@ -37,7 +27,7 @@ def rollout_summary(env: GridWorld, policy: Policy, key: jax.Array, num_envs: in
     def one_step(carry, key):
         obs, state, running, length, totals = carry
         k_act, k_step = jax.random.split(key)
-        actions = jax.vmap(policy)(jax.random.split(k_act, num_envs), obs)
+        actions = jax.vmap(policy)(jax.random.split(k_act, num_envs), obs, state)
         obs, state, _, term, trunc, info = jax.vmap(auto.step, in_axes=(0, 0, 0, None))(
             jax.random.split(k_step, num_envs), state, actions, params)
         running = running + info["reward_terms"]

@@ -11,7 +11,8 @@ import numpy as np
 
 from ppage_jax.cli import add_config_arguments, load_cli_config
 from ppage_jax.env import make
-from ppage_jax.rollout import random_policy, rollout_summary
+from ppage_jax.policies import random_policy
+from ppage_jax.rollout import rollout_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
