@@ -2,11 +2,16 @@
 from ppage_jax import rewards  # noqa: F401  (registers the shipped reward terms)
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.env import GridWorld, make
+from ppage_jax.episodes import (
+    EpisodeStats, episode_stats_init, episode_stats_update, rescore, rollout_episodes,
+    summarize_episodes)
 from ppage_jax.observations import (
-    ObservationBuilder, observation_builders, register_observation)
+    ObservationBuilder, make_observation, observation_builders, register_observation)
 from ppage_jax.rewards import (
     Choice, PotentialContext, RewardContext, register_potential, register_reward, reward_terms)
 from ppage_jax.state import EnvParams, Layout, RewardParams, State
+from ppage_jax.render import render, render_episode, write_gif
+from ppage_jax.train import TrainConfig, make_train_config, train  # registers experiment checks
 
 __version__ = "0.1.0"
 
@@ -14,5 +19,10 @@ __all__ = [
     "Choice", "Config", "ConfigError", "EnvParams", "GridWorld", "Layout",
     "ObservationBuilder", "PotentialContext", "RewardContext", "RewardParams", "State",
     "load_config", "make", "observation_builders", "register_observation",
+    "make_observation",
     "register_potential", "register_reward", "reward_terms",
+    "EpisodeStats", "episode_stats_init", "episode_stats_update", "rescore",
+    "rollout_episodes", "summarize_episodes",
+    "render", "render_episode", "write_gif",
+    "TrainConfig", "make_train_config", "train",
 ]

@@ -10,6 +10,7 @@ from ppage_jax.config import ConfigError
 # subcommand -> module exposing `add_arguments(parser)` and `main(args) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("ppage_jax.commands.run", "run the configured experiment (the main job)"),
+    "render": ("ppage_jax.commands.render", "write an animated GIF of one episode"),
 }
 
 

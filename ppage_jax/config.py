@@ -124,11 +124,22 @@ SCHEMA: dict[str, Any] = {
     },
     "actions": {"type": Field(str), "params": Field(dict, False, lambda v: not v,
                                                     "empty (no action table takes params)")},
+    # `algorithm` in PPAGE's form ({name, params}); the params and the training-specific rules
+    # are checked by the validator registered in ppage_jax/train/experiment.py.
     "experiment": {
-        "algorithm": Field(str),
+        "algorithm": {"name": Field(str), "params": Field(dict)},
         "seed": Field(int),
+        "num_seeds": _int_at_least(1),
         "num_envs": _int_at_least(1),
-        "total_timesteps": _int_at_least(1),
+        "total_timesteps": _int_at_least(1, nullable=True, extra="; null when episodes is set"),
+        "episodes": _int_at_least(1, nullable=True, extra="; null when total_timesteps is set"),
+        "roles": {"predators": Field(str), "preys": Field(str)},
+        "eval": {
+            "episodes": _int_at_least(1),
+            "seed": Field(int),
+            "max_steps": _int_at_least(1, nullable=True,
+                                       extra="; null means env.termination.max_steps"),
+        },
         "output_dir": Field(str),
     },
 }

@@ -22,7 +22,9 @@ _DEFAULTS: dict = {
         "predators": {"count": 3, "speed": 1, "stamina": None},
         "preys": {"count": 3, "speed": 3, "stamina": None},
     },
-    "observations": {"type": "local_only", "params": {}, "per_agent": None},
+    # PPAGE's local_radius; params {} means the builder's defaults (radius 3, agents and
+    # obstacles included), so overriding only observations.type needs no params reset.
+    "observations": {"type": "local_radius", "params": {}, "per_agent": None},
     "rewards": {
         "gamma": 0.99,
         "base": {"enabled": True, "weight": 1.0, "params": {}},
@@ -34,10 +36,14 @@ _DEFAULTS: dict = {
     },
     "actions": {"type": "discrete_5", "params": {}},
     "experiment": {
-        "algorithm": "random",
+        "algorithm": {"name": "random", "params": {}},
         "seed": 42,
+        "num_seeds": 1,
         "num_envs": 1024,
         "total_timesteps": 1_000_000,
+        "episodes": None,
+        "roles": {"predators": "learn", "preys": "learn"},
+        "eval": {"episodes": 1000, "seed": 1_000_000, "max_steps": None},
         "output_dir": "runs",
     },
 }

@@ -11,7 +11,8 @@ from jax import lax
 from ppage_jax import stages
 from ppage_jax.actions import action_table, noop_action
 from ppage_jax.config import Config, num_obstacles
-from ppage_jax.observations import ObservationBuilder, make_observation
+from ppage_jax.observations import (
+    ObservationBuilder, global_state, global_state_size, make_observation)
 from ppage_jax.rewards.compose import RewardComposer, term_entries
 from ppage_jax.state import (
     NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State)
@@ -46,7 +47,8 @@ class GridWorld:
         self.noop_action = noop_action(self.action_type)
         self.composer = RewardComposer(term_entries(config["rewards"]), self.layout)
         self.observation: ObservationBuilder = make_observation(
-            config["observations"]["type"], self.layout, config["observations"]["params"])
+            config["observations"]["type"], self.layout, config["observations"]["params"],
+            config["observations"]["per_agent"])
         self._fixed_map = self._parse_map(env_cfg["map"])
         self._fixed_starts = (None if env_cfg["starts"] is None
                               else np.asarray(env_cfg["starts"], np.int32))
@@ -90,16 +92,25 @@ class GridWorld:
         return self.observation.shape
 
     @property
+    def global_state_size(self) -> int:
+        """Length of :meth:`global_state`."""
+        return global_state_size(self.layout)
+
+    @property
     def reward_terms(self) -> tuple[str, ...]:
         """Term names in the column order of ``info["reward_terms"]``."""
         return self.composer.names
 
     # ----------------------------------------------------------------- params helpers
     def with_weights(self, params: EnvParams, **weights: float) -> EnvParams:
-        """New params with some term weights replaced (traced: never recompiles)."""
+        """New params with some term weights replaced (traced: never recompiles).
+
+        Works on stacked params too (weights float32[..., T]); a value may be an array
+        broadcasting over the leading axes.
+        """
         new = params.reward.weights
         for name, value in weights.items():
-            new = new.at[self._term_index(name)].set(jnp.asarray(value, jnp.float32))
+            new = new.at[..., self._term_index(name)].set(jnp.asarray(value, jnp.float32))
         return params.replace(reward=params.reward.replace(weights=new))
 
     def with_term_params(self, params: EnvParams, term: str, **values: Any) -> EnvParams:
@@ -180,18 +191,28 @@ class GridWorld:
             terminated=jnp.zeros((), bool),
             truncated=jnp.zeros((), bool),
         )
-        return self.observe(state), state
+        return self.observe(state, params), state
 
     # ----------------------------------------------------------------- step
-    def observe(self, state: State) -> jax.Array:
+    def observe(self, state: State, params: EnvParams | None = None) -> jax.Array:
         """float32[A, observation_size] for every agent (captured ones included)."""
-        return self.observation(state)
+        return self.observation(state, self.default_params if params is None else params)
+
+    def global_state(self, state: State) -> jax.Array:
+        """float32[global_state_size], the same for every agent (for centralised critics):
+        [x, y, is_predator, captured] per agent in row order, then the obstacle map row-major.
+        """
+        return global_state(self.layout, state)
 
     def _substep(self, k: jax.Array, carry, *, budget, directions, params: EnvParams):
-        """One sub-step: move -> capture -> reward terms (does nothing once terminated)."""
-        state, terms = carry
+        """One sub-step: move -> capture -> reward terms (does nothing once terminated).
+
+        Only the first ``max(params.speeds)`` sub-steps run, so traced speeds below the static
+        ``max_speed`` behave exactly like a config built with those speeds.
+        """
+        state, terms, unit_terms = carry
         is_predator = jnp.asarray(self.is_predator)
-        runs = (k == 0) | ~state.terminated
+        runs = (k < params.speeds.max()) & ((k == 0) | ~state.terminated)
         positions = stages.move(
             state.positions, runs & (k < budget), directions, state.captured,
             state.obstacle_map, is_predator, size=self.layout.size,
@@ -203,8 +224,10 @@ class GridWorld:
                                      params.max_steps)
         after = state.replace(positions=positions, captured=captured,
                               captures_total=captures_total, terminated=terminated)
-        paid = self.composer.substep(state, after, events, params.reward)
-        return after, terms + jnp.where(runs, paid, 0.0)
+        unit = jnp.where(runs, self.composer.substep_unit(state, after, events, params.reward),
+                         0.0)
+        paid = self.composer.weigh(unit, params.reward)
+        return after, terms + paid, unit_terms + unit
 
     def step(self, key: jax.Array, state: State, actions: jax.Array,
              params: EnvParams | None = None) -> StepResult:
@@ -212,6 +235,8 @@ class GridWorld:
 
         Returns ``(obs, state, reward float32[A], terminated, truncated, info)`` with
         ``info["reward_terms"]`` float32[A, T] (weighted, summing to ``reward``),
+        ``info["reward_terms_unit"]`` float32[A, T] (the same per unit weight: role-masked,
+        unweighted, so ``reward_terms == reward_terms_unit * weights`` even for zero weights),
         ``info["captured"]`` bool[A], ``info["captures"]`` (prey captured this turn) and
         ``info["captures_total"]`` (this episode so far).
         """
@@ -228,10 +253,10 @@ class GridWorld:
         substep = lambda k, c: self._substep(k, c, budget=budget, directions=directions,
                                              params=params)
         if self.layout.max_speed == 1:
-            state, terms = substep(jnp.int32(0), (start, zeros))
+            state, terms, unit_terms = substep(jnp.int32(0), (start, zeros, zeros))
         else:
-            state, terms = lax.fori_loop(0, self.layout.max_speed, substep, (start, zeros),
-                                         unroll=True)
+            state, terms, unit_terms = lax.fori_loop(
+                0, self.layout.max_speed, substep, (start, zeros, zeros), unroll=True)
 
         unlimited = state.stamina >= UNLIMITED_STAMINA
         stamina = jnp.where(unlimited, state.stamina, jnp.maximum(state.stamina - budget, 0))
@@ -240,12 +265,14 @@ class GridWorld:
                                              params.capture_threshold, params.max_steps)
         state = state.replace(stamina=stamina, turn=turn, terminated=terminated,
                               truncated=truncated)
-        terms = terms + self.composer.turn(start, state, terminated, params.reward)
+        turn_unit = self.composer.turn_unit(start, state, terminated, params.reward)
+        terms = terms + self.composer.weigh(turn_unit, params.reward)
         reward = terms.sum(axis=1)
-        info = {"reward_terms": terms, "captured": state.captured,
+        info = {"reward_terms": terms, "reward_terms_unit": unit_terms + turn_unit,
+                "captured": state.captured,
                 "captures": state.captures_total - start.captures_total,
                 "captures_total": state.captures_total}
-        return self.observe(state), state, reward, terminated, truncated, info
+        return self.observe(state, params), state, reward, terminated, truncated, info
 
 
 def make(config: Config | str | None = None,

@@ -8,9 +8,11 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax import lax
 
 from ppage_jax.env import GridWorld
-from ppage_jax.state import State
+from ppage_jax.state import EnvParams, State
 
 Policy = Callable[[jax.Array, jax.Array, State], jax.Array]
 
@@ -27,3 +29,165 @@ def random_policy(env: GridWorld) -> Policy:
     def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
         return jax.random.randint(key, (env.num_agents,), 0, env.num_actions)
     return act
+
+
+# ------------------------------------------------------------------ shortest-path baselines
+def _neighbour_table(size: int, directions: np.ndarray) -> np.ndarray:
+    """int32[size*size, D]: the flat cell reached from each cell by each direction (per-axis
+    clip to the grid, as the move stage does)."""
+    ys, xs = np.divmod(np.arange(size * size), size)
+    nx = np.clip(xs[:, None] + directions[None, :, 0], 0, size - 1)
+    ny = np.clip(ys[:, None] + directions[None, :, 1], 0, size - 1)
+    return (ny * size + nx).astype(np.int32)
+
+
+def bfs_distances(env: GridWorld, obstacle_map: jax.Array, sources: jax.Array) -> jax.Array:
+    """int32[H, W]: fewest single-cell moves (with ``env``'s action table) from each cell to the
+    nearest ``sources`` cell (bool[H, W]), moving only where the move stage would allow (an
+    obstacle refuses the move when blocking is on). Unreachable cells, and obstacle cells when
+    blocking is on, get ``H*W``.
+
+    A multi-source breadth-first search as a ``lax.while_loop`` of relaxations over the whole
+    grid; jittable and vmappable.
+    """
+    size = env.layout.size
+    cells = size * size
+    unreachable = jnp.int32(cells)
+    neighbours = jnp.asarray(_neighbour_table(size, np.asarray(env.action_table)))
+    sources = sources.reshape(-1)
+    if env.layout.block_agents_by_obstacles:
+        allowed = ~obstacle_map.reshape(-1)[neighbours]              # [cells, D]
+    else:
+        allowed = jnp.ones(neighbours.shape, bool)
+
+    def relax(carry):
+        dist, _ = carry
+        via = jnp.where(allowed, dist[neighbours] + 1, unreachable).min(axis=1)
+        new = jnp.where(sources, 0, jnp.minimum(dist, via))
+        return new, (new != dist).any()
+
+    start = jnp.where(sources, 0, unreachable).astype(jnp.int32)
+    dist, _ = lax.while_loop(lambda c: c[1], relax, (start, jnp.bool_(True)))
+    if env.layout.block_agents_by_obstacles:    # no agent can stand on an obstacle
+        dist = jnp.where(obstacle_map.reshape(-1), unreachable, dist)
+    return dist.reshape(size, size)
+
+
+def _action_scores(env: GridWorld, dist: jax.Array, state: State, budget: jax.Array
+                   ) -> tuple[jax.Array, jax.Array]:
+    """For every agent and action, slide up to ``budget`` cells along the action's direction
+    (refused moves stay put) and return (closest distance met on the way, distance at the end),
+    both int32[A, n_actions]. The no-op, or a budget of 0, reports the current cell for both."""
+    size = env.layout.size
+    table = jnp.asarray(env.action_table)
+    flat = dist.reshape(-1)
+    moves = (table != 0).any(axis=1)                                   # [n_actions]
+    pos = jnp.broadcast_to(state.positions[:, None, :],
+                           (env.num_agents, env.num_actions, 2))
+    here = flat[pos[..., 1] * size + pos[..., 0]]
+    closest, end = here, here
+    for k in range(env.layout.max_speed):    # static, small: the sub-steps of one turn
+        active = moves[None, :] & (k < budget)[:, None]
+        target = jnp.clip(pos + table[None, :, :], 0, size - 1)
+        go = active
+        if env.layout.block_agents_by_obstacles:
+            go = go & ~state.obstacle_map[target[..., 1], target[..., 0]]
+        pos = jnp.where(go[..., None], target, pos)
+        d = flat[pos[..., 1] * size + pos[..., 0]]
+        # The first sub-step leaves the current cell, so it replaces it rather than min-ing.
+        closest = jnp.where(active, d if k == 0 else jnp.minimum(closest, d), closest)
+        end = jnp.where(active, d, end)
+    return closest, end
+
+
+def _turn_budget(state: State, params: EnvParams) -> jax.Array:
+    """int32[A]: cells each agent can move this turn, min(speed, stamina)."""
+    return jnp.minimum(params.speeds, state.stamina)
+
+
+def _pick_best(key: jax.Array, first: jax.Array, second: jax.Array) -> jax.Array:
+    """int32[A]: per agent, the action maximising ``first``, then ``second`` among those tied,
+    then uniformly at random among any remaining ties (exact integer comparisons)."""
+    tied = first == first.max(axis=1, keepdims=True)
+    second = jnp.where(tied, second, jnp.iinfo(jnp.int32).min)
+    tied = tied & (second == second.max(axis=1, keepdims=True))
+    noise = jax.random.uniform(key, first.shape)
+    return jnp.argmax(jnp.where(tied, noise, -1.0), axis=1).astype(jnp.int32)
+
+
+def _cells_of(env: GridWorld, state: State, rows: jax.Array) -> jax.Array:
+    """bool[H, W]: the cells holding at least one of the agent rows selected by ``rows``."""
+    size = env.layout.size
+    x, y = state.positions[:, 0], state.positions[:, 1]
+    return jnp.zeros((size * size,), jnp.int32).at[y * size + x].add(
+        rows.astype(jnp.int32)).reshape(size, size) > 0
+
+
+def greedy_chase(env: GridWorld, params: EnvParams | None = None) -> Policy:
+    """Predators follow a shortest path (BFS over free cells) to the nearest uncaptured prey.
+
+    Each predator scores every action by sliding its turn budget along it: first the closest
+    BFS distance met on the way (so a path through a prey's cell wins), then the distance at
+    the end; remaining ties are broken at random. With no reachable prey a predator takes the
+    no-op. Prey rows always take the no-op (pair it with an evade policy through
+    :func:`combine_policies`). Speeds come from ``params`` (default ``env.default_params``).
+    """
+    params = env.default_params if params is None else params
+    is_predator = jnp.asarray(env.is_predator)
+    unreachable = env.layout.size ** 2
+
+    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+        sources = _cells_of(env, state, ~is_predator & ~state.captured)
+        dist = bfs_distances(env, state.obstacle_map, sources)
+        closest, end = _action_scores(env, dist, state, _turn_budget(state, params))
+        action = _pick_best(key, -closest, -end)
+        reachable = closest.min(axis=1) < unreachable
+        return jnp.where(is_predator & reachable, action, env.noop_action).astype(jnp.int32)
+
+    return act
+
+
+def greedy_evade(env: GridWorld, params: EnvParams | None = None) -> Policy:
+    """Prey move to the cell that keeps them farthest (BFS distance) from the nearest predator.
+
+    Each prey scores every action by sliding its turn budget along it: first the closest
+    distance to a predator met on the way (never run through a predator), then the distance at
+    the end; remaining ties are broken at random. Predator rows take the no-op.
+    """
+    params = env.default_params if params is None else params
+    is_predator = jnp.asarray(env.is_predator)
+
+    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+        sources = _cells_of(env, state, is_predator)
+        dist = bfs_distances(env, state.obstacle_map, sources)
+        closest, end = _action_scores(env, dist, state, _turn_budget(state, params))
+        action = _pick_best(key, closest, end)
+        return jnp.where(is_predator, env.noop_action, action).astype(jnp.int32)
+
+    return act
+
+
+def combine_policies(env: GridWorld, predator_policy: Policy, prey_policy: Policy) -> Policy:
+    """One policy taking predator rows from ``predator_policy`` and prey rows from
+    ``prey_policy`` (each gets its own key)."""
+    is_predator = jnp.asarray(env.is_predator)
+
+    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+        k_pred, k_prey = jax.random.split(key)
+        return jnp.where(is_predator, predator_policy(k_pred, obs, state),
+                         prey_policy(k_prey, obs, state)).astype(jnp.int32)
+
+    return act
+
+
+# Named baselines per role (factories ``f(env, params=None) -> Policy``), for the audit.
+PREDATOR_POLICIES: dict[str, Callable[..., Policy]] = {
+    "noop": lambda env, params=None: noop_policy(env),
+    "random": lambda env, params=None: random_policy(env),
+    "chase": greedy_chase,
+}
+PREY_POLICIES: dict[str, Callable[..., Policy]] = {
+    "noop": lambda env, params=None: noop_policy(env),
+    "random": lambda env, params=None: random_policy(env),
+    "evade": greedy_evade,
+}

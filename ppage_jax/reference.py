@@ -11,6 +11,7 @@ Conventions
 - One ``step`` is one *turn*; a turn runs ``max(speeds)`` sub-steps of
   move -> capture -> reward terms (see ``ReferenceGridWorld.step``).
 
+Potential-based terms are looked up in ``POTENTIALS`` and paid once per turn (see there).
 Reward terms are looked up by name in ``REWARD_TERMS`` (name -> function). Each
 function receives a ``SubstepContext`` (the state after one sub-step plus that
 sub-step's capture events) and the term's params, and returns the *unweighted*
@@ -141,29 +142,123 @@ def survival_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
     return raw
 
 
+def _nearest(positions: np.ndarray, i: int, targets: Sequence[int]) -> int | None:
+    """Manhattan distance from agent ``i`` to the nearest agent in ``targets`` (None if empty)."""
+    if not targets:
+        return None
+    return min(int(np.abs(positions[i] - positions[j]).sum()) for j in targets)
+
+
+def prey_distance_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
+    """Uncaptured prey: +(Manhattan distance to the nearest predator); 0 with no predator.
+
+    Predators and captured prey get 0.
+    """
+    n_agents = len(ctx.is_predator)
+    raw = np.zeros(n_agents, dtype=np.float64)
+    predators = [j for j in range(n_agents) if ctx.is_predator[j]]
+    for i in range(n_agents):
+        if not ctx.is_predator[i] and not ctx.captured[i] and predators:
+            raw[i] = float(_nearest(ctx.positions, i, predators))
+    return raw
+
+
+_PROXIMITY_DEFAULTS = {"radius": 1.0}
+
+
+def capture_proximity_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
+    """Within Manhattan distance ``radius`` (default 1): a predator with an uncaptured prey
+    that close gets +1; an uncaptured prey with a predator that close gets -1; others 0."""
+    radius = {**_PROXIMITY_DEFAULTS, **params}["radius"]
+    n_agents = len(ctx.is_predator)
+    raw = np.zeros(n_agents, dtype=np.float64)
+    predators = [j for j in range(n_agents) if ctx.is_predator[j]]
+    alive_prey = [j for j in range(n_agents) if not ctx.is_predator[j] and not ctx.captured[j]]
+    for i in range(n_agents):
+        if ctx.is_predator[i] and alive_prey:
+            raw[i] = 1.0 if _nearest(ctx.positions, i, alive_prey) <= radius else 0.0
+        elif i in alive_prey and predators:
+            raw[i] = -1.0 if _nearest(ctx.positions, i, predators) <= radius else 0.0
+    return raw
+
+
 TermFn = Callable[[SubstepContext, Mapping[str, Any]], np.ndarray]
 
 REWARD_TERMS: dict[str, TermFn] = {
     "base": base_term,
     "predator_distance": predator_distance_term,
     "survival": survival_term,
+    "prey_distance": prey_distance_term,
+    "capture_proximity": capture_proximity_term,
 }
-"""Registry of reward terms: name -> fn(ctx, params) -> unweighted float64[A]."""
+"""Registry of per-sub-step reward terms: name -> fn(ctx, params) -> unweighted float64[A]."""
+
+
+# ---------------------------------------------------------------------- potentials
+
+
+@dataclasses.dataclass
+class PotentialStateContext:
+    """What a potential phi may look at: one state (between turns) and the roles."""
+
+    size: int
+    is_predator: np.ndarray  # bool[A]
+    positions: np.ndarray  # int64[A, 2]
+    captured: np.ndarray  # bool[A]
+
+
+def potential_distance_phi(ctx: PotentialStateContext, params: Mapping[str, Any]) -> np.ndarray:
+    """Predators: phi = -(Manhattan distance to the nearest uncaptured prey); 0 if none left."""
+    n_agents = len(ctx.is_predator)
+    phi = np.zeros(n_agents, dtype=np.float64)
+    alive_prey = [j for j in range(n_agents) if not ctx.is_predator[j] and not ctx.captured[j]]
+    for i in range(n_agents):
+        if ctx.is_predator[i] and alive_prey:
+            phi[i] = -float(_nearest(ctx.positions, i, alive_prey))
+    return phi
+
+
+def potential_prey_distance_phi(ctx: PotentialStateContext,
+                                params: Mapping[str, Any]) -> np.ndarray:
+    """Uncaptured prey: phi = +(Manhattan distance to the nearest predator); others 0."""
+    n_agents = len(ctx.is_predator)
+    phi = np.zeros(n_agents, dtype=np.float64)
+    predators = [j for j in range(n_agents) if ctx.is_predator[j]]
+    for i in range(n_agents):
+        if not ctx.is_predator[i] and not ctx.captured[i] and predators:
+            phi[i] = float(_nearest(ctx.positions, i, predators))
+    return phi
+
+
+PotentialFn = Callable[[PotentialStateContext, Mapping[str, Any]], np.ndarray]
+
+POTENTIALS: dict[str, PotentialFn] = {
+    "potential_distance": potential_distance_phi,
+    "potential_prey_distance": potential_prey_distance_phi,
+}
+"""Registry of potentials: name -> phi(ctx, params) -> float64[A]. A potential term pays, once
+per turn (not per sub-step), ``gamma * phi(s') * (1 - terminated) - phi(s)``, where ``s`` is
+the state before the turn and ``s'`` the state after it; phi is zeroed on termination only."""
 
 # Allowed param names per term (anything else is rejected, never silently ignored).
 _TERM_PARAMS: dict[str, frozenset] = {
     "base": frozenset(_BASE_DEFAULTS),
     "predator_distance": frozenset(),
     "survival": frozenset(),
+    "prey_distance": frozenset(),
+    "capture_proximity": frozenset(_PROXIMITY_DEFAULTS),
+    "potential_distance": frozenset(),
+    "potential_prey_distance": frozenset(),
 }
 
 
 def _validate_term(spec: Mapping[str, Any]) -> dict:
     """Check one reward-term spec and fill defaults; returns a normalised copy."""
     name = spec.get("name")
-    if name not in REWARD_TERMS:
+    if name not in REWARD_TERMS and name not in POTENTIALS:
         raise ValueError(
-            f"unknown reward term {name!r}; known terms: {sorted(REWARD_TERMS)}"
+            f"unknown reward term {name!r}; known terms: "
+            f"{sorted(set(REWARD_TERMS) | set(POTENTIALS))}"
         )
     params = dict(spec.get("params") or {})
     allowed = _TERM_PARAMS.get(name)
@@ -208,7 +303,7 @@ class ReferenceGridWorld:
         max_steps: episode truncates once ``turn >= max_steps`` (None: never).
         action_table: ``int[n_actions, 2]`` of ``[dx, dy]``; a ``[0, 0]`` row is a no-op.
         reward_terms: list of ``{"name", "weight", "params", "applies_to"}``.
-        gamma: discount (stored for potential-based terms; unused by current terms).
+        gamma: discount of the potential-based terms (see ``POTENTIALS``).
         num_obstacles: obstacle count drawn by ``reset``.
     """
 
@@ -392,14 +487,42 @@ class ReferenceGridWorld:
             n_captured=int(newly.sum()),
         )
         out = np.zeros((self.n_agents, len(self.terms)), dtype=np.float64)
-        masks = {
+        for t, term in enumerate(self.terms):
+            if term["name"] in POTENTIALS:
+                continue  # paid once per turn, in `step`
+            raw = np.asarray(REWARD_TERMS[term["name"]](ctx, term["params"]), dtype=np.float64)
+            out[:, t] = term["weight"] * raw * self._role_mask(term)
+        return out
+
+    def _role_mask(self, term: Mapping[str, Any]) -> np.ndarray:
+        return {
             "predator": self.is_predator.astype(np.float64),
             "prey": (~self.is_predator).astype(np.float64),
             "all": np.ones(self.n_agents, dtype=np.float64),
-        }
+        }[term["applies_to"]]
+
+    def potentials(self, state: RefState) -> np.ndarray:
+        """Unweighted, unmasked phi(state) of every configured term: float64[A, T] (0 for
+        terms that are not potentials)."""
+        ctx = PotentialStateContext(
+            size=self.size,
+            is_predator=self.is_predator.copy(),
+            positions=state.positions.copy(),
+            captured=state.captured.copy(),
+        )
+        out = np.zeros((self.n_agents, len(self.terms)), dtype=np.float64)
         for t, term in enumerate(self.terms):
-            raw = np.asarray(REWARD_TERMS[term["name"]](ctx, term["params"]), dtype=np.float64)
-            out[:, t] = term["weight"] * raw * masks[term["applies_to"]]
+            if term["name"] in POTENTIALS:
+                out[:, t] = POTENTIALS[term["name"]](ctx, term["params"])
+        return out
+
+    def _potential_shaping(self, start: RefState, end: RefState, terminated: bool) -> np.ndarray:
+        """Weighted, masked potential shaping of one turn: float64[A, T]."""
+        phi_end = np.zeros_like(self.potentials(end)) if terminated else self.potentials(end)
+        shaping = self.gamma * phi_end - self.potentials(start)
+        out = np.zeros((self.n_agents, len(self.terms)), dtype=np.float64)
+        for t, term in enumerate(self.terms):
+            out[:, t] = term["weight"] * shaping[:, t] * self._role_mask(term)
         return out
 
     def step_substep(
@@ -452,5 +575,6 @@ class ReferenceGridWorld:
         new.turn += 1
         terminated = new.captures_total >= self.capture_threshold
         truncated = self.max_steps is not None and new.turn >= self.max_steps
+        terms += self._potential_shaping(state, new, terminated)
         info = {"captured": new.captured.copy(), "captures_this_step": captures_this_step}
         return new, terms.sum(axis=1), terms, bool(terminated), bool(truncated), info

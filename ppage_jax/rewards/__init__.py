@@ -1,5 +1,5 @@
 """Reward terms: registry, the shipped terms, and the composer."""
-from ppage_jax.rewards import base, shaping  # noqa: F401  (register the shipped terms)
+from ppage_jax.rewards import base, potential, shaping  # noqa: F401  (register the shipped terms)
 from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
 from ppage_jax.rewards.registry import (
     CaptureEvents, Choice, PotentialContext, RewardContext, get_term, register_potential,

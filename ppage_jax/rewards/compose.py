@@ -94,16 +94,25 @@ class RewardComposer:
             gamma=jnp.asarray(gamma, dtype=jnp.float32),
         )
 
-    def _weigh(self, raw_columns: list[jax.Array], params: RewardParams) -> jax.Array:
+    def _mask(self, raw_columns: list[jax.Array], params: RewardParams) -> jax.Array:
         n_agents = self.layout.num_agents
         if not raw_columns:
             return jnp.zeros((n_agents, 0), jnp.float32)
         raw = jnp.stack(raw_columns, axis=1).astype(jnp.float32)
-        return raw * params.weights[None, :] * params.role_masks.T
+        return raw * params.role_masks.T
+
+    def weigh(self, unit: jax.Array, params: RewardParams) -> jax.Array:
+        """float32[A, T]: per-unit-weight contributions times the traced weights."""
+        return unit * params.weights[None, :]
 
     def substep(self, prev: State, state: State, events: CaptureEvents,
                 params: RewardParams) -> jax.Array:
         """float32[A, T]: weighted contributions of the per-sub-step terms (0 for potentials)."""
+        return self.weigh(self.substep_unit(prev, state, events, params), params)
+
+    def substep_unit(self, prev: State, state: State, events: CaptureEvents,
+                     params: RewardParams) -> jax.Array:
+        """float32[A, T]: role-masked raw term values of one sub-step, per unit weight."""
         is_predator = jnp.asarray(self._is_predator)
         columns = []
         for spec in self.specs:
@@ -114,7 +123,7 @@ class RewardComposer:
                                 params=params.term_params[spec.name],
                                 grid_size=self.layout.size)
             columns.append(spec.fn(ctx))
-        return self._weigh(columns, params)
+        return self._mask(columns, params)
 
     def potentials(self, state: State, params: RewardParams) -> jax.Array:
         """float32[A, T]: phi(state) of each potential term (0 for the other terms)."""
@@ -134,13 +143,18 @@ class RewardComposer:
     def turn(self, start: State, end: State, terminated: jax.Array,
              params: RewardParams) -> jax.Array:
         """float32[A, T]: potential shaping of one turn, gamma*phi(s')*(1-terminated) - phi(s)."""
+        return self.weigh(self.turn_unit(start, end, terminated, params), params)
+
+    def turn_unit(self, start: State, end: State, terminated: jax.Array,
+                  params: RewardParams) -> jax.Array:
+        """float32[A, T]: role-masked potential shaping of one turn, per unit weight."""
         if not self.has_potentials:
             return jnp.zeros((self.layout.num_agents, len(self.specs)), jnp.float32)
         phi_start = self.potentials(start, params)
         phi_end = self.potentials(end, params) * (1.0 - terminated.astype(jnp.float32))
         shaping = params.gamma * phi_end - phi_start
         columns = [shaping[:, t] for t in range(len(self.specs))]
-        return self._weigh(columns, params)
+        return self._mask(columns, params)
 
 
 @register_validator

@@ -1,0 +1,56 @@
+"""On-device training: one readable file per algorithm, each a pure ``train`` function.
+
+Algorithms (``experiment.algorithm.name``): ``ippo`` (PPO per role, parameters shared within
+a role), ``dqn`` (independent DQN per role; ``double_dqn`` and ``dueling`` flags), ``iql``
+(tabular, hashed observations), ``cql`` (centralised joint-action table per team), ``mixed``
+(each team iql or cql) and ``random`` (no learning; the baseline).
+
+The contract every algorithm module follows::
+
+    tc = make_train_config(config)              # static: env, hyperparameters, budget
+    runner_state, metrics = module.train(key, tc, params)
+
+- ``key`` a PRNG key, ``tc`` a :class:`TrainConfig` (no array leaves), ``params`` the
+  ``EnvParams``. Pure and jittable end to end; vmappable over keys and over stacked
+  ``EnvParams``: ``jax.jit(jax.vmap(module.train, in_axes=(0, None, 0)))(keys, tc, params)``.
+- ``runner_state``: the algorithm's final state (learners, optimiser states, grids, key,
+  ``progress`` counters ``env_steps``/``episodes``/``updates``).
+  ``module.policy_state(runner_state)`` is what the greedy policy needs (and what checkpoints
+  hold); ``module.greedy_actions(tc, policy_state, key, obs[E, A, F]) -> int32[E, A]``.
+- ``metrics``: a dict of arrays with a leading axis of ``tc.num_updates`` (one row per
+  update): ``episodes`` (finished in the update), ``capture_rate`` (fraction of those ended
+  by capture within the step limit), ``episode_length``, ``steps_to_capture`` (mean length of
+  the captured ones), ``returns`` float32[U, 2, T] (mean per-term return per agent, rows
+  predator then prey, terms in ``env.reward_terms`` order), ``losses`` (a dict of float32[U]
+  named ``<loss>/<role>``, algorithm-specific), ``active`` (False for the rows skipped after
+  an episode budget ran out). Means over no episode are NaN.
+
+``module.init`` and ``module.update`` are the two halves of ``train``; ``ppage-jax run`` calls
+them in chunks to drive its progress bar (:func:`common.run_updates`), which gives the same
+result as ``train``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from ppage_jax.config import Config
+from ppage_jax.state import EnvParams
+from ppage_jax.train.common import ROLES, TrainConfig
+from ppage_jax.train.experiment import ALGORITHMS, algorithm, make_train_config
+
+
+def train(key: jax.Array, config: TrainConfig | Config, params: EnvParams | None = None
+          ) -> tuple[Any, dict]:
+    """Train the configured algorithm: ``(runner_state, metrics)``.
+
+    ``config`` is a TrainConfig (or a Config, converted with :func:`make_train_config`);
+    ``params`` defaults to the environment's default params.
+    """
+    tc = make_train_config(config) if isinstance(config, Config) else config
+    params = tc.env.default_params if params is None else params
+    return algorithm(tc.algorithm).train(key, tc, params)
+
+
+__all__ = ["ALGORITHMS", "ROLES", "TrainConfig", "algorithm", "make_train_config", "train"]
