@@ -11,6 +11,8 @@ from ppage_jax.config import ConfigError
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("ppage_jax.commands.run", "run the configured experiment (the main job)"),
     "render": ("ppage_jax.commands.render", "write an animated GIF of one episode"),
+    "audit": ("ppage_jax.commands.audit", "audit a reward design with baseline policies"),
+    "bench": ("ppage_jax.commands.bench", "measure throughput (env-steps/s) against peers"),
 }
 
 

@@ -199,7 +199,8 @@ class Config:
 
 
 def source_of(sources: Mapping[str, str], dotted: str) -> str:
-    parts = dotted.split(".")
+    # A list item ("rewards.shaping[2].weight") comes from the file that gave the list.
+    parts = [part.split("[", 1)[0] for part in dotted.split(".")]
     for i in range(len(parts), 0, -1):
         key = ".".join(parts[:i])
         if key in sources:

@@ -14,6 +14,7 @@ from ppage_jax.config import Config, num_obstacles
 from ppage_jax.observations import (
     ObservationBuilder, global_state, global_state_size, make_observation)
 from ppage_jax.rewards.compose import RewardComposer, term_entries
+from ppage_jax.sampling import distinct_sample
 from ppage_jax.state import (
     NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State)
 
@@ -151,16 +152,16 @@ class GridWorld:
             if self._fixed_starts is not None:
                 return jnp.asarray(self._fixed_starts), obstacles
             free = np.flatnonzero(~self._fixed_map.reshape(-1))
-            cells = jax.random.permutation(key, jnp.asarray(free, jnp.int32))[:n_agents]
+            cells = distinct_sample(key, jnp.asarray(free, jnp.int32), n_agents)
         elif self._fixed_starts is not None:
             taken = np.zeros(size * size, bool)
             taken[self._fixed_starts[:, 1] * size + self._fixed_starts[:, 0]] = True
             free = jnp.asarray(np.flatnonzero(~taken), jnp.int32)
-            cells = jax.random.permutation(key, free)[:n_obs]
+            cells = distinct_sample(key, free, n_obs)
             obstacles = jnp.stack([cells % size, cells // size], axis=1)
             return jnp.asarray(self._fixed_starts), obstacles.astype(jnp.int32)
         else:
-            cells = jax.random.permutation(key, size * size)[:n_agents + n_obs]
+            cells = distinct_sample(key, size * size, n_agents + n_obs)
         xy = jnp.stack([cells % size, cells // size], axis=1).astype(jnp.int32)
         if self._fixed_map is not None:
             return xy, obstacles

@@ -24,7 +24,7 @@ and then the discounted potential return telescopes to
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +32,8 @@ import numpy as np
 from flax import struct
 
 from ppage_jax.env import GridWorld
-from ppage_jax.state import EnvParams, State
+from ppage_jax.policies import Policy
+from ppage_jax.state import EnvParams
 from ppage_jax.wrappers import AutoResetEnv
 
 RETURN_FIELDS = ("returns", "discounted_returns", "unit_returns", "unit_discounted_returns")
@@ -193,8 +194,6 @@ def summarize_episodes(finished: Mapping[str, Any], env: GridWorld) -> dict[str,
             summary[f"{kind}/{role}/total"] = float(per_term.sum())
     return summary
 
-
-Policy = Callable[[jax.Array, jax.Array, State], jax.Array]
 
 
 def rollout_episodes(env: GridWorld, policy: Policy, key: jax.Array, params: EnvParams,

@@ -10,7 +10,8 @@ Drawing, bottom to top: white background, grid lines, dark obstacles, a cross ov
 diagonals of every cell holding a captured prey, then one disc per occupied cell for its
 topmost agent (predators above free prey above captured prey; within a role the later row)
 with the agent's 1-based index within its role (``predator_2`` shows ``2``) in a 3x5 bitmap
-font. Predators are red, free prey green, captured prey pale green with a dark index.
+font, and, on a cell holding several agents, a yellow badge with their count in the top-right
+corner. Predators are red, free prey green, captured prey pale green with a dark index.
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "captured_mark": (30, 90, 45),
     "label": (255, 255, 255),
     "captured_label": (20, 20, 20),
+    "stack_badge": (255, 215, 64),
+    "stack_count": (0, 0, 0),
 }
 DEFAULT_CELL_PX = 32
 
@@ -74,7 +77,7 @@ def _cell_stencils(cell_px: int, n_digits: int) -> dict[str, np.ndarray]:
     disc = (ly + 0.5 - centre) ** 2 + (lx + 0.5 - centre) ** 2 <= radius ** 2
     thickness = max(1, cell_px // 12)
     cross = (np.abs(ly - lx) < thickness) | (np.abs(ly + lx - (cell_px - 1)) < thickness)
-    scale = max(1, cell_px // 16)
+    scale = max(1, (cell_px + 4) // 14)  # 2 at the default 32 px, 1 below 24 px
     glyph_w, glyph_h, gap = 3 * scale, 5 * scale, scale
     label_w = n_digits * glyph_w + (n_digits - 1) * gap
     top = int(round(centre - glyph_h / 2.0))
@@ -84,6 +87,10 @@ def _cell_stencils(cell_px: int, n_digits: int) -> dict[str, np.ndarray]:
     slot = np.where(in_box, rx // (glyph_w + gap), 0)
     col_in_slot = rx - slot * (glyph_w + gap)
     in_glyph = in_box & (col_in_slot < glyph_w) & (col_in_slot >= 0)
+    # Stack badge: a 1-scale digit in a box in the top-right corner (cells with 2+ agents).
+    by, bx = ly - 1, lx - (cell_px - 6)
+    badge_box = (by >= 0) & (by < 7) & (bx >= 0) & (bx < 5)
+    badge_glyph = (by >= 1) & (by < 6) & (bx >= 1) & (bx < 4)
     return {
         "disc": disc,
         "cross": cross,
@@ -91,6 +98,10 @@ def _cell_stencils(cell_px: int, n_digits: int) -> dict[str, np.ndarray]:
         "slot": slot.astype(np.int32),
         "font_row": np.clip(ry // scale, 0, 4).astype(np.int32),
         "font_col": np.clip(col_in_slot // scale, 0, 2).astype(np.int32),
+        "badge_box": badge_box,
+        "badge_glyph": badge_glyph,
+        "badge_row": np.clip(by - 1, 0, 4).astype(np.int32),
+        "badge_col": np.clip(bx - 1, 0, 2).astype(np.int32),
     }
 
 
@@ -127,6 +138,7 @@ def render(env: GridWorld, state: State, cell_px: int = DEFAULT_CELL_PX) -> jax.
     top = z_to_agent[top_z]
     occupied = top_z > 0
     has_captured = jnp.zeros((size, size), bool).at[y, x].max(captured)
+    stacked = jnp.minimum(jnp.zeros((size, size), jnp.int32).at[y, x].add(1), 9)
 
     kind = jnp.where(jnp.asarray(is_predator)[top], 0, jnp.where(captured[top], 2, 1))
     label = jnp.asarray(role_index, jnp.int32)[top]
@@ -146,6 +158,11 @@ def render(env: GridWorld, state: State, cell_px: int = DEFAULT_CELL_PX) -> jax.
     leading_zero = (digit == 0) & (label_px < power)
     ink = jnp.asarray(DIGIT_FONT)[digit, stencil["font_row"][ly, lx], stencil["font_col"][ly, lx]]
     text_px = disc_px & stencil["in_glyph"][ly, lx] & ink & ~leading_zero
+    stacked_px = stacked[cy, cx]
+    badge_px = jnp.asarray(stencil["badge_box"])[ly, lx] & (stacked_px >= 2)
+    badge_ink = jnp.asarray(DIGIT_FONT)[stacked_px, stencil["badge_row"][ly, lx],
+                                        stencil["badge_col"][ly, lx]]
+    count_px = badge_px & stencil["badge_glyph"][ly, lx] & badge_ink
 
     colour = {name: jnp.asarray(rgb, jnp.uint8) for name, rgb in COLOURS.items()}
     agent_colour = jnp.stack([colour["predator"], colour["prey"], colour["captured_prey"]])
@@ -158,6 +175,8 @@ def render(env: GridWorld, state: State, cell_px: int = DEFAULT_CELL_PX) -> jax.
         (cross_px & interior_px, colour["captured_mark"]),
         (disc_px & interior_px, agent_colour[kind_px]),
         (text_px & interior_px, label_colour[kind_px]),
+        (badge_px & interior_px, colour["stack_badge"]),
+        (count_px & interior_px, colour["stack_count"]),
     )
     for mask, rgb in layers:  # a fixed handful of layers, not a loop over cells or agents
         image = jnp.where(jnp.asarray(mask)[..., None], rgb, image)

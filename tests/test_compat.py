@@ -54,7 +54,7 @@ def test_captured_prey_leaves_and_rewards_match_native(chase_env):
     right = action_of(chase_env, 1, 0)
     start = pz.grid_state
     obs, rew, term, trunc, info = pz.step({"predator_1": right, "prey_1": chase_env.noop_action})
-    nobs, _, nrew, nterm, _, ninfo = chase_env.step(
+    nobs, _, nrew, nterm, _, ninfo = jax.jit(chase_env.step)(
         jax.random.PRNGKey(0), start, jnp.array([right, chase_env.noop_action,
                                                  chase_env.noop_action]))
     assert not bool(nterm)
@@ -106,8 +106,10 @@ def test_spaces_render_and_bad_names(chase_env):
     pz.reset(seed=2)
     frame = pz.render()
     assert frame.dtype == np.uint8 and frame.shape == (4 * 32 + 1, 4 * 32 + 1, 3)
-    np.testing.assert_array_equal(frame, np.asarray(render(chase_env, pz.grid_state)))
-    assert PettingZooEnv(chase_env).render() is None
+    np.testing.assert_array_equal(
+        frame, np.asarray(jax.jit(lambda s: render(chase_env, s))(pz.grid_state)))
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert PettingZooEnv(chase_env).render() is None
     assert pz.state().shape == (chase_env.num_agents * chase_env.observation_size,)
 
 
@@ -123,7 +125,7 @@ def test_seeded_resets_are_reproducible():
 # ------------------------------------------------------------------------------ JaxMARL
 def test_jaxmarl_jitted_dict_rollout_matches_native():
     env = pj.make("configs/default", {"env.termination.max_steps": 7})
-    marl = JaxMARLEnv(env)
+    marl = JaxMARLEnv(env, final_obs=True)
     auto = AutoResetEnv(env)
     n_steps = 20
     actions = jax.random.randint(jax.random.PRNGKey(5), (n_steps, env.num_agents), 0,
@@ -191,7 +193,7 @@ def test_jaxmarl_api_surface(chase_env):
     obs, state, rew, dones, infos = jax.jit(marl.step)(
         jax.random.PRNGKey(0), state, {"predator_1": jnp.int32(right)})
     assert bool(dones["prey_1"]) and not bool(dones["__all__"]) and not bool(dones["prey_2"])
-    assert float(rew["predator_1"]) == pytest.approx(95.0 - 0.5 * 6)
+    assert float(rew["predator_1"]) == pytest.approx(95.0 - 0.5 * 5)  # prey_2 is 5 away
     assert all(v.shape[0] == 3 for v in infos.values())
     avail = marl.get_avail_actions(state)
     assert avail["prey_2"].shape == (chase_env.num_actions,)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import ppage_jax as pj
+from ppage_jax.actions import check_actions
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA
 
 RIGHT, YPLUS, LEFT, YMINUS, NOOP = range(5)
@@ -401,6 +402,14 @@ def test_out_of_range_action_is_a_noop():
         assert out.reward == [-5.0, 0.0]
 
 
+def test_python_facing_action_check_raises():
+    with pytest.raises(ValueError, match="outside"):
+        check_actions([0, 5], n_actions=5, n_agents=2)
+    with pytest.raises(ValueError, match="shape"):
+        check_actions([0, 1, 2], n_actions=5, n_agents=2)
+    assert check_actions(np.array([4, 0]), n_actions=5, n_agents=2).tolist() == [4, 0]
+
+
 # ----------------------------------------------------------------------------- speed/stamina
 
 
@@ -571,7 +580,7 @@ def test_reset_redraws_layout_per_key_and_covers_the_grid():
     assert len(layouts) == 200
     # Over 200 resets every cell holds predator_1 at least once and an obstacle at least once.
     p1 = {tuple(p) for p in states.positions[:, 0].tolist()}
-    assert len(p1) >= 85  # 200 uniform draws over 100 cells miss ~13 on average
+    assert len(p1) >= 75  # 200 uniform draws over 100 cells hit 86.6 +- 2.4 on average
     assert states.obstacle_map.any(axis=0).all()
 
 

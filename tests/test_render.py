@@ -28,7 +28,7 @@ def layout_state(env):
     positions = [[0, 0], [3, 1],          # predator_1, predator_2
                  [4, 4], [1, 3], [3, 1]]  # prey_1 free, prey_2 captured, prey_3 captured
     obstacles = [[2, 2], [0, 4], [4, 0]]  # under predator_2
-    _, state = env.reset_to(jnp.asarray(positions), jnp.asarray(obstacles))
+    _, state = jax.jit(env.reset_to)(jnp.asarray(positions), jnp.asarray(obstacles))
     return state.replace(captured=jnp.array([False, False, False, True, True]))
 
 
@@ -84,7 +84,7 @@ def test_same_frame_under_jit(env, layout_state, jit_render):
 
 def test_vmap_over_states_gives_a_batch_of_frames(env, layout_state, jit_render):
     keys = jax.random.split(jax.random.PRNGKey(7), 3)
-    _, states = jax.vmap(env.reset)(keys)
+    _, states = jax.jit(jax.vmap(env.reset))(keys)
     frames = jax.jit(jax.vmap(lambda s: render(env, s)))(states)
     assert frames.shape == (3,) + frame_shape(env) and frames.dtype == jnp.uint8
     for i in range(3):
@@ -97,7 +97,7 @@ def test_two_digit_labels_and_no_leading_zero():
     env = pj.make(None, {"env.size": 4, "env.obstacle_percentage": 0.0,
                          "agents.predators.count": 12, "agents.preys.count": 1})
     positions = jnp.asarray([[i % 4, i // 4] for i in range(12)] + [[3, 3]])
-    _, state = env.reset_to(positions, jnp.zeros((0, 2), jnp.int32))
+    _, state = jax.jit(env.reset_to)(positions, jnp.zeros((0, 2), jnp.int32))
     img = np.asarray(jax.jit(lambda s: render(env, s))(state))
     # two 6-pixel glyphs with a 2-pixel gap centred: slots at cols 9..14 and 17..22, rows 11..20
     # predator_12 at (3, 2): "1" (row 0 ".#.") then "2" (row 0 "###")
@@ -115,7 +115,7 @@ def test_render_episode_and_gif(env, jit_render, tmp_path):
     assert frames.dtype == np.uint8 and frames.shape[1:] == frame_shape(env)
     assert 2 <= len(frames) <= 13
     # the first frame is the reset state drawn by render
-    _, state = env.reset(jax.random.split(key)[0])
+    _, state = jax.jit(env.reset)(jax.random.split(key)[0])
     np.testing.assert_array_equal(frames[0], np.asarray(jit_render(state)))
     path = tmp_path / "episode.gif"
     write_gif(path, frames, fps=5, hold_last=2)

@@ -1,8 +1,10 @@
-"""Write an animated GIF of one episode: random actions, or the trained policy of a run
-(`--run RUN_DIR`, a directory written by `ppage-jax run`)."""
+"""Write an animated GIF of one episode: random actions, or the greedy trained policy of a run
+(`--run RUN_DIR`, a directory written by `ppage-jax run`). CONFIG_DIR may be the run's own
+resolved config: `ppage-jax render RUN_DIR/config.yaml --run RUN_DIR`."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import jax
@@ -29,13 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.max_steps < 1 or args.cell_px < 8 or args.fps <= 0:
-        raise SystemExit("ppage-jax render: --max-steps must be >= 1, --cell-px >= 8 and "
-                         "--fps > 0")
+        print(f"ppage-jax render: --max-steps {args.max_steps}, --cell-px {args.cell_px}, "
+              f"--fps {args.fps}: need --max-steps >= 1, --cell-px >= 8 and --fps > 0",
+              file=sys.stderr)
+        return 2
     config = load_cli_config(args)
     env = make(config)
     policy, source = None, "random actions"
     if args.run is not None:
-        policy, source = run_policy(env, Path(args.run))
+        try:
+            policy, source = run_policy(config, env, Path(args.run))
+        except (OSError, ValueError) as err:  # missing files, checkpoints that do not fit
+            print(f"ppage-jax render: {err}\n(to render a run with the config it was trained "
+                  f"with: ppage-jax render {Path(args.run) / 'config.yaml'} --run {args.run})",
+                  file=sys.stderr)
+            return 2
     seed = config["experiment"]["seed"] if args.seed is None else args.seed
     frames = render_episode(env, jax.random.PRNGKey(seed), policy, max_steps=args.max_steps,
                             cell_px=args.cell_px)
@@ -46,11 +56,8 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_policy(env, run_dir: Path):
+def run_policy(config, env, run_dir: Path):
     """The greedy policy of a trained run: (policy(key, obs, state) -> int32[A], description)."""
-    try:
-        from ppage_jax.train import load_run_policy
-    except ImportError:
-        raise SystemExit("ppage-jax render --run: this install has no trainer "
-                         "(ppage_jax.train.load_run_policy)") from None
-    return load_run_policy(env, run_dir), f"trained policy of {run_dir}"
+    from ppage_jax.run_gif import load_run_policy
+
+    return load_run_policy(config, run_dir, env=env), f"trained policy of {run_dir}"

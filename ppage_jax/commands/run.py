@@ -1,58 +1,99 @@
-"""Run the configured experiment. With `experiment.algorithm: random` this is a random-policy
-rollout of `num_envs` grids for `total_timesteps` env steps that prints episodes, captures,
-mean episode length and per-term returns per role."""
+"""Train the configured algorithm (the main job), evaluate it greedily on held-out seeds beside
+random predators, and write a run directory: config.yaml (resolved, with its hash),
+metrics.csv, checkpoint.msgpack, summary.json, learning_curves.png and episode.gif (one
+greedy episode of the trained policy)."""
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import numpy as np
+from tqdm import tqdm
 
 from ppage_jax.cli import add_config_arguments, load_cli_config
-from ppage_jax.env import make
-from ppage_jax.policies import random_policy
-from ppage_jax.rollout import rollout_summary
+from ppage_jax.run_gif import write_run_gif
+from ppage_jax.train import make_train_config
+from ppage_jax.train import report
+from ppage_jax.train.checkpoint import save_checkpoint
+from ppage_jax.train.evaluate import evaluate
+from ppage_jax.train.runner import run_training
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
+    parser.add_argument("--out", metavar="RUN_DIR", default=None,
+                        help="run directory (default: <output_dir>/<algorithm>-<hash>-<time>)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def main(args: argparse.Namespace) -> int:
     config = load_cli_config(args)
-    env = make(config)
-    exp = config["experiment"]
-    num_envs = exp["num_envs"]
-    num_steps = max(1, exp["total_timesteps"] // num_envs)
-    print(f"config {config.path} (hash {config.hash()}), {env.num_agents} agents "
-          f"{env.agent_names}, {env.layout.size}x{env.layout.size}, "
-          f"{env.layout.num_obstacles} obstacles, terms {env.reward_terms}")
-    print(f"random policy: {num_envs} grids x {num_steps} turns on {jax.devices()[0].platform}")
-    start = time.perf_counter()
-    summary = rollout_summary(env, random_policy(env), jax.random.PRNGKey(exp["seed"]),
-                              num_envs, num_steps)
-    elapsed = time.perf_counter() - start
-    print_summary(env, summary)
-    print(f"{num_envs * num_steps / elapsed:,.0f} env-steps/s including compile "
-          f"({elapsed:.1f} s)")
+    tc = make_train_config(config)
+    env, exp = tc.env, config["experiment"]
+    params = env.default_params
+    run_dir = report.new_run_dir(config, args.out)
+    report.write_config(run_dir, config)
+    print(f"config {config.path} (hash {tc.config_hash}): {env.num_agents} agents "
+          f"{list(env.agent_names)}, {env.layout.size}x{env.layout.size}, "
+          f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
+          f"({env.observation_size}), terms {list(env.reward_terms)}")
+    print(f"training {tc.algorithm} ({', '.join(f'{r}s: {p}' for r, p in zip(('predator', 'prey'), tc.roles))}): "
+          f"{exp['num_seeds']} seed(s) x {tc.num_envs} grids x {tc.num_updates} updates of "
+          f"{tc.steps_per_update} turns on {jax.devices()[0].platform} -> {run_dir}")
+
+    total = tc.num_updates * tc.env_steps_per_update * exp["num_seeds"]
+    bar = tqdm(total=total, unit="step", unit_scale=True, disable=args.no_progress,
+               desc="compiling", dynamic_ncols=True)
+    last = {"steps": 0}
+
+    def on_chunk(metrics: dict, env_steps: int) -> None:
+        bar.set_description(tc.algorithm)
+        done = env_steps * exp["num_seeds"]
+        bar.update(done - last["steps"])
+        last["steps"] = done
+        active = np.asarray(metrics["active"])
+        capture = np.asarray(metrics["capture_rate"])[active]
+        length = np.asarray(metrics["episode_length"])[active]
+        rate = bar.format_dict.get("rate") or 0.0
+        bar.set_postfix_str(f"{rate:,.0f} env-steps/s, capture {np.nanmean(capture):.2f}, "
+                            f"ep len {np.nanmean(length):.1f}" if capture.size else "")
+
+    result = run_training(tc, params, exp["seed"], exp["num_seeds"], on_chunk)
+    bar.close()
+    steps_per_second = result.env_steps * exp["num_seeds"] / result.seconds
+    print(f"trained {result.env_steps:,} env steps per seed in {result.seconds:.1f} s "
+          f"({steps_per_second:,.0f} env-steps/s incl. {result.compile_seconds:.1f} s compile)")
+
+    rows = report.metric_rows(tc, result.metrics)
+    report.write_metrics(run_dir, rows)
+    save_checkpoint(run_dir / report.CHECKPOINT_FILE, tc, result.policies)
+
+    ev = exp["eval"]
+    cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
+    evaluation = evaluate(tc, result.policies, params, ev["seed"], ev["episodes"],
+                          ev["max_steps"])
+    table = report.summary_table(evaluation, cap)
+    print(f"\nheld-out evaluation: {ev['episodes']} episodes, seeds "
+          f"[{ev['seed']}, {ev['seed'] + ev['episodes']}), greedy actions, "
+          f"{exp['num_seeds']} trained seed(s) pooled")
+    print(table)
+    report.plot_learning_curves(run_dir, tc, result.metrics, evaluation.get("random_predators"))
+    write_run_gif(run_dir, tc, result.policies, params, seed=ev["seed"])  # episode.gif
+    report.write_summary(run_dir, {
+        "config_hash": tc.config_hash,
+        "algorithm": tc.algorithm,
+        "roles": dict(zip(("predators", "preys"), tc.roles)),
+        "num_seeds": exp["num_seeds"],
+        "num_envs": tc.num_envs,
+        "num_updates_run": int(np.asarray(result.metrics["active"]).shape[1]),
+        "env_steps_per_seed": result.env_steps,
+        "train_seconds": result.seconds,
+        "compile_seconds": result.compile_seconds,
+        "env_steps_per_second": steps_per_second,
+        "device": str(jax.devices()[0]),
+        "final_training": rows[-1] if rows else {},
+        "evaluation": {"episodes": ev["episodes"], "seed": ev["seed"], "max_steps": cap,
+                       "results": evaluation},
+    })
+    print(f"\nrun directory: {run_dir}")
     return 0
-
-
-def print_summary(env, summary: dict) -> None:
-    episodes = int(summary["episodes"])
-    print(f"episodes finished: {episodes} (terminated {int(summary['terminated'])}, "
-          f"truncated only {int(summary['truncated'])})")
-    if episodes == 0:
-        return
-    print(f"captures: {int(summary['captures'])} "
-          f"({summary['captures'] / episodes:.2f} per episode)")
-    print(f"mean episode length: {summary['length_sum'] / episodes:.1f} turns")
-    print("mean per-term return per agent, by role:")
-    print(f"  {'term':<20}{'predator':>12}{'prey':>12}")
-    is_pred = np.asarray(env.is_predator)
-    returns = summary["term_returns"] / episodes
-    for t, name in enumerate(env.reward_terms):
-        pred = returns[is_pred, t].mean() if is_pred.any() else 0.0
-        prey = returns[~is_pred, t].mean() if (~is_pred).any() else 0.0
-        print(f"  {name:<20}{pred:>12.2f}{prey:>12.2f}")

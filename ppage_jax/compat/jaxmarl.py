@@ -10,14 +10,14 @@
     dones["__all__"]                                # the episode ended (and auto-reset)
 
 As in JaxMARL, ``step`` auto-resets: when ``dones["__all__"]`` is True the returned obs and
-state are those of a fresh episode (the finished episode's last obs is in
-``infos["final_obs"]`` per agent). ``dones[agent]`` is True for the whole episode's end and
+state are those of a fresh episode. ``dones[agent]`` is True for the whole episode's end and
 for a prey from the step it is captured. An agent missing from the action dict takes the
 no-op; an unknown agent name raises ``ValueError`` (names are static); an action index outside
-the table is a no-op inside jitted code. Every info value is an array with a leading agent
-axis (``captured`` bool[A], ``reward_terms/<term>`` float32[A], ``final_obs``
-float32[A, obs_size]) so baselines can reshape infos to ``NUM_ACTORS``. ``step`` and
-``reset`` are pure: ``jit`` and ``vmap`` them.
+the table is a no-op inside jitted code. Every info value is an array of shape [A] (``captured``,
+``terminated``, ``truncated``, ``reward_terms/<term>``), so baselines can reshape infos to
+``NUM_ACTORS``; with ``final_obs=True`` infos also hold ``final_obs`` float32[A, obs_size],
+the finished episode's last observation (to bootstrap on truncation). ``step`` and ``reset``
+are pure: ``jit`` and ``vmap`` them.
 """
 from __future__ import annotations
 
@@ -67,11 +67,13 @@ class JaxMARLEnv:
 
     ``env`` may be a GridWorld, a Config or a config path; ``params`` defaults to
     ``env.default_params`` (for sweeps over params use the native, stacked API).
+    ``final_obs=True`` adds the finished episode's last observation to the infos.
     """
 
     def __init__(self, env: GridWorld | Config | str | None = None,
-                 params: EnvParams | None = None):
+                 params: EnvParams | None = None, final_obs: bool = False):
         self.env = env if isinstance(env, GridWorld) else make(env)
+        self.final_obs = final_obs
         self.params = self.env.default_params if params is None else params
         self._auto = AutoResetEnv(self.env)
         self.agents = list(self.env.agent_names)
@@ -132,11 +134,13 @@ class JaxMARLEnv:
             obs = jnp.where(done, self.env.observe(reset_state), obs)
         agent_done = done | info["captured"]
         dones = dict(self.to_dict(agent_done), __all__=done)
-        infos = {"captured": info["captured"], "final_obs": info["final_obs"],
+        infos = {"captured": info["captured"],
                  "terminated": jnp.broadcast_to(terminated, (self.num_agents,)),
                  "truncated": jnp.broadcast_to(truncated, (self.num_agents,))}
         for t, term in enumerate(self.env.reward_terms):
             infos[f"reward_terms/{term}"] = info["reward_terms"][:, t]
+        if self.final_obs:
+            infos["final_obs"] = info["final_obs"]
         return self.to_dict(obs), state, self.to_dict(reward), dones, infos
 
     def get_avail_actions(self, state: State) -> dict[str, jax.Array]:

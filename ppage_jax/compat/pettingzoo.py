@@ -19,7 +19,7 @@ contribution per reward term), ``captured``, ``captures`` (this turn) and ``capt
 """
 from __future__ import annotations
 
-import functools
+import weakref
 from typing import Any, Mapping
 
 import gymnasium
@@ -65,9 +65,7 @@ class PettingZooEnv(ParallelEnv):
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: gymnasium.spaces.Discrete(self.env.num_actions)
                               for a in self.possible_agents}
-        self._reset = jax.jit(self.env.reset)
-        self._step = jax.jit(self.env.step)
-        self._render = jax.jit(lambda state: render(self.env, state, cell_px))
+        self._reset, self._step, self._render = _compiled(self.env, cell_px)
         self._state = None
 
     @property
@@ -163,6 +161,18 @@ class PettingZooEnv(ParallelEnv):
 
     def close(self) -> None:
         self._state = None
+
+
+_COMPILED: "weakref.WeakKeyDictionary[GridWorld, dict]" = weakref.WeakKeyDictionary()
+
+
+def _compiled(env: GridWorld, cell_px: int):
+    """Jitted reset, step and render of ``env``, shared by every adapter over it."""
+    per_env = _COMPILED.setdefault(env, {})
+    if cell_px not in per_env:
+        per_env[cell_px] = (jax.jit(env.reset), jax.jit(env.step),
+                            jax.jit(lambda state: render(env, state, cell_px)))
+    return per_env[cell_px]
 
 
 def parallel_env(config: GridWorld | Config | str | None = None, **kwargs) -> PettingZooEnv:

@@ -54,7 +54,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
         env, key = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
         actions = greedy_actions(tc, {}, k_act, env.obs)
-        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, actions)
+        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = common.env_step(tc, k_env, env, actions, params, params.reward.gamma)
         return (env, key), step.finished
 

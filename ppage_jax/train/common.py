@@ -80,31 +80,35 @@ class TrainConfig:
 
 
 # --------------------------------------------------------------------------- baselines
-def baseline_policies() -> dict[str, Callable[[GridWorld], Policy]]:
-    """Fixed policies a role may play instead of learning (``experiment.roles``)."""
+def baseline_policies(role: str) -> dict[str, Callable[..., Policy]]:
+    """Fixed policies ``role`` may play instead of learning (``experiment.roles``):
+    factories ``f(env, params) -> Policy`` from :mod:`ppage_jax.policies`."""
     from ppage_jax import policies
 
-    table = {"noop": policies.noop_policy, "random": policies.random_policy}
-    for name in ("greedy_chase", "greedy_evade"):
-        if hasattr(policies, name):
-            table[name] = getattr(policies, name)
-    return table
+    return dict(policies.PREDATOR_POLICIES if role == "predator" else policies.PREY_POLICIES)
+
+
+def role_policy_actions(tc: TrainConfig, role: str, name: str, key: jax.Array, obs: jax.Array,
+                        state: State, params: EnvParams, actions: jax.Array) -> jax.Array:
+    """Set the actions of ``role``'s rows in int32[E, A] ``actions`` from baseline ``name``."""
+    rows = tc.agents_of(role)
+    if len(rows) == 0:
+        return actions
+    policy = baseline_policies(role)[name](tc.env, params)
+    fixed = jax.vmap(policy)(jax.random.split(key, obs.shape[0]), obs, state)
+    return actions.at[:, rows].set(fixed[:, rows].astype(jnp.int32))
 
 
 def fixed_role_actions(tc: TrainConfig, key: jax.Array, obs: jax.Array, state: State,
-                       actions: jax.Array) -> jax.Array:
+                       params: EnvParams, actions: jax.Array) -> jax.Array:
     """Replace the actions of the fixed (non-learning) roles by their baseline policy.
 
     ``obs`` float32[E, A, F], ``state`` batched, ``actions`` int32[E, A] -> int32[E, A].
     """
-    for role, name in zip(ROLES, tc.roles):
-        rows = tc.agents_of(role)
-        if name == LEARN or len(rows) == 0:
-            continue
-        policy = baseline_policies()[name](tc.env)
-        keys = jax.random.split(jax.random.fold_in(key, ROLES.index(role)), obs.shape[0])
-        fixed = jax.vmap(policy)(keys, obs, state)
-        actions = actions.at[:, rows].set(fixed[:, rows].astype(jnp.int32))
+    for i, (role, name) in enumerate(zip(ROLES, tc.roles)):
+        if name != LEARN:
+            actions = role_policy_actions(tc, role, name, jax.random.fold_in(key, i), obs,
+                                          state, params, actions)
     return actions
 
 

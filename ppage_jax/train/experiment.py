@@ -12,7 +12,7 @@ Form (PPAGE's ``algorithm: {name, params}`` plus the vectorised-run keys)::
       num_envs: 256           # grids stepped together per seed
       total_timesteps: 2000000  # env steps (turns x grids) per seed ...
       episodes: null          # ... or a budget of finished episodes (exactly one of the two)
-      roles: {predators: learn, preys: learn}   # or a baseline: noop, random, greedy_*
+      roles: {predators: learn, preys: learn}   # or noop | random | chase (evade for preys)
       eval: {episodes: 1000, seed: 1000000, max_steps: null}
       output_dir: runs
 """
@@ -25,8 +25,8 @@ from typing import Any, Callable
 
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config import Config, Field, register_validator
-from ppage_jax.train.common import LEARN, ROLE_KEYS, TrainConfig, baseline_policies, \
-    num_updates_for
+from ppage_jax.train.common import (
+    LEARN, ROLE_KEYS, ROLES, TrainConfig, baseline_policies, num_updates_for)
 
 # algorithm name -> module in ppage_jax.train. Each module exposes Hyperparams, CHECKS,
 # check(hp, num_envs, fail), init, update, train, policy_state and greedy_actions.
@@ -125,9 +125,9 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
         fail("experiment.eval.max_steps", None,
              "must be set when env.termination.max_steps is null (evaluation needs a step cap)")
 
-    baselines = sorted(baseline_policies())
-    for key in ROLE_KEYS:
+    for key, role in zip(ROLE_KEYS, ROLES):
         value = exp["roles"][key]
+        baselines = sorted(baseline_policies(role))
         if value != LEARN and value not in baselines:
             fail(f"experiment.roles.{key}", value,
                  f"must be {LEARN!r} or a baseline policy: {baselines}")

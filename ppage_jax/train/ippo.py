@@ -50,6 +50,7 @@ class Hyperparams:
     hidden_layers: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
     obs_scale: float | None = None    # observations are multiplied by this; null: 1/env.size
+    reward_scale: float = 0.01        # rewards are multiplied by this before learning
 
 
 def _positive(kind=float):
@@ -77,6 +78,7 @@ CHECKS = {
         "of positive integers, at least one"),
     "activation": Field(str, False, lambda v: v in ("tanh", "relu"), "one of ['tanh', 'relu']"),
     "obs_scale": Field(float, True, lambda v: v > 0, "> 0; null means 1 / env.size"),
+    "reward_scale": _positive(),
 }
 
 
@@ -201,7 +203,7 @@ def rollout(runner: RunnerState, tc: TrainConfig, params: EnvParams
         env, key = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
         actions, parts = policy_actions(tc, runner.learners, k_act, env.obs)
-        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, actions)
+        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = common.env_step(tc, k_env, env, actions, params, tc.hp.gamma)
         out = {}
         for role, (x, action, log_prob, value) in parts.items():
@@ -211,7 +213,7 @@ def rollout(runner: RunnerState, tc: TrainConfig, params: EnvParams
                                              role_input(tc, role, step.final_obs))
             out[role] = Trajectory(
                 x=x, action=action, log_prob=log_prob, value=value, next_value=next_value,
-                reward=step.reward[:, rows], agent_terminal=step.agent_terminal[:, rows],
+                reward=step.reward[:, rows] * tc.hp.reward_scale, agent_terminal=step.agent_terminal[:, rows],
                 episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
                 valid=step.valid[:, rows])
         return (env, key), (out, step.finished)
