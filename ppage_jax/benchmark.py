@@ -270,8 +270,8 @@ def bench_jaxmarl_simple_tag(batch: int, steps: int, repeats: int = 3) -> Result
 
 # ------------------------------------------------------------------------- whole run
 def run_benchmark(configs: Sequence[str], batch_sizes: Iterable[int], steps: int | None = None,
-                  *, repeats: int = 3, oracle: bool = True, peers: bool = True,
-                  peer_batch: int = 4096, first_step: bool = True,
+                  *, repeats: int = 3, oracle: bool = True, oracle_seconds: float = 2.0,
+                  peers: bool = True, peer_batch: int = 4096, first_step: bool = True,
                   log: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure every config at every batch size, plus the oracle, the peers (if installed)
     and the compile-to-first-step time; returns a JSON-ready dict (see :func:`format_report`)."""
@@ -285,7 +285,7 @@ def run_benchmark(configs: Sequence[str], batch_sizes: Iterable[int], steps: int
             report["scaling"].append(result.as_dict())
             log(_row(result))
         if oracle:
-            result = bench_oracle(env)
+            result = bench_oracle(env, oracle_seconds)
             report["oracle"].append(result.as_dict())
             log(_row(result))
         if first_step:

@@ -93,7 +93,7 @@ def sim(**overrides: Any) -> Sim:
     return _SIMS[cache_key]
 
 
-def with_(params: pj.EnvParams, **fields: Any) -> pj.EnvParams:
+def with_params(params: pj.EnvParams, **fields: Any) -> pj.EnvParams:
     """Params with some int32 leaves (speeds, stamina, capture_threshold, max_steps) replaced."""
     return params.replace(**{k: jnp.asarray(v, jnp.int32) for k, v in fields.items()})
 
@@ -157,7 +157,7 @@ def test_speed3_predator_captures_prey_it_passes_and_nothing_is_paid_after():
     assert out.terminated and int(out.info["captures"]) == 1
     # With threshold 2 (a traced value) the turn runs its third sub-step: the predator walks on
     # past the captured prey, which stays frozen where it was caught.
-    out2 = s.step(start, [RIGHT, NOOP, NOOP], with_(s.params, capture_threshold=2))
+    out2 = s.step(start, [RIGHT, NOOP, NOOP], with_params(s.params, capture_threshold=2))
     assert out2.positions == [[3, 0], [2, 0], [4, 4]]
     assert out2.captured == [False, True, False]
     assert out2.terms == [[85.0, 0.0], [-100.0, 1.0], [0.0, 3.0]]
@@ -174,7 +174,7 @@ def test_agent_moves_only_in_its_first_speed_substeps():
 
 def test_traced_speeds_below_static_max_run_fewer_substeps():
     s = sim(**FAST)
-    slow = with_(s.params, speeds=[1, 1])
+    slow = with_params(s.params, speeds=[1, 1])
     out = s.step(s.start([[0, 0], [0, 4]], params=slow), [RIGHT, RIGHT], slow)
     assert out.positions == [[1, 0], [1, 4]]
     assert out.reward == [-5.0, 0.0]  # one sub-step, exactly like a speed-1 config
@@ -186,18 +186,18 @@ def test_traced_speeds_below_static_max_run_fewer_substeps():
 def test_two_prey_captured_at_once_count_two():
     s = sim(**roles(1, 2))
     start = s.start([[1, 1], [2, 1], [2, 1]])
-    out = s.step(start, [RIGHT, NOOP, NOOP], with_(s.params, capture_threshold=2))
+    out = s.step(start, [RIGHT, NOOP, NOOP], with_params(s.params, capture_threshold=2))
     assert out.captured == [False, True, True]
     assert int(out.info["captures"]) == 2 and int(out.info["captures_total"]) == 2
     assert out.reward == [95.0, -100.0, -100.0]  # full credit: the predator is paid once
     assert out.terminated
-    out3 = s.step(start, [RIGHT, NOOP, NOOP], with_(s.params, capture_threshold=3))
+    out3 = s.step(start, [RIGHT, NOOP, NOOP], with_params(s.params, capture_threshold=3))
     assert int(out3.info["captures_total"]) == 2 and not out3.terminated
 
 
 def test_capture_threshold_is_cumulative():
     s = sim(**roles(1, 2))
-    params = with_(s.params, capture_threshold=2)
+    params = with_params(s.params, capture_threshold=2)
     state = s.start([[1, 1], [2, 1], [4, 1]], params=params)
     seen = []
     for _ in range(3):
@@ -210,17 +210,17 @@ def test_capture_threshold_is_cumulative():
 
 def test_capture_threshold_zero_and_unreachable():
     s = sim(**roles(1, 2))
-    zero = with_(s.params, capture_threshold=0)
+    zero = with_params(s.params, capture_threshold=0)
     out = s.step(s.start([[0, 0], [4, 4], [4, 3]], params=zero), [NOOP] * 3, zero)
     assert out.terminated and int(out.info["captures_total"]) == 0
-    big = with_(s.params, capture_threshold=3)  # more than the 2 prey
+    big = with_params(s.params, capture_threshold=3)  # more than the 2 prey
     out = s.step(s.start([[1, 1], [2, 1], [2, 1]], params=big), [RIGHT, NOOP, NOOP], big)
     assert int(out.info["captures_total"]) == 2 and not out.terminated
 
 
 def test_captured_prey_frozen_and_never_recaptured():
     s = sim(**roles(1, 2))
-    params = with_(s.params, capture_threshold=5)
+    params = with_params(s.params, capture_threshold=5)
     out = s.step(s.start([[1, 1], [2, 1], [4, 4]], params=params), [RIGHT, NOOP, NOOP], params)
     assert out.captured == [False, True, False]
     assert out.reward == [95.0, -100.0, 0.0]
@@ -293,7 +293,7 @@ def test_sharing_on_moves_are_simultaneous():
 
 def test_sharing_off_blocks_same_role_only_and_captured_prey_do_not_block():
     s = sim(**SHARING_OFF)
-    p = with_(s.params, capture_threshold=5)
+    p = with_params(s.params, capture_threshold=5)
     out = s.step(s.start([[2, 1], [3, 1], [4, 4], [4, 3]], params=p), [RIGHT, NOOP, NOOP, YPLUS],
                  p)
     assert out.positions[0] == [2, 1]  # predator_1 cannot join predator_2
@@ -393,7 +393,7 @@ FAST = {"agents.preys.speed": 3}  # 1v1 with static max_speed 3; speeds and stam
 
 def test_out_of_range_action_is_a_noop():
     s = sim(**FAST)
-    params = with_(s.params, speeds=[1, 1], stamina=[4, 4])
+    params = with_params(s.params, speeds=[1, 1], stamina=[4, 4])
     start = s.start([[1, 1], [3, 3]], params=params)
     for actions in ([5, -1], [99, -100], [2**31 - 1, -(2**31)]):
         out = s.step(start, actions, params)
@@ -415,7 +415,7 @@ def test_python_facing_action_check_raises():
 
 def test_stamina_budget_and_depletion():
     s = sim(**FAST)
-    p = with_(s.params, speeds=[3, 1], stamina=[2, 5])
+    p = with_params(s.params, speeds=[3, 1], stamina=[2, 5])
     start = s.start([[0, 0], [4, 4]], params=p)
     assert np.asarray(start.stamina).tolist() == [2, 5]
     out = s.step(start, [RIGHT, NOOP], p)
@@ -429,7 +429,7 @@ def test_stamina_budget_and_depletion():
 
 def test_blocked_move_still_spends_stamina():
     s = sim(**FAST)
-    p = with_(s.params, speeds=[3, 1], stamina=[5, UNLIMITED_STAMINA])
+    p = with_params(s.params, speeds=[3, 1], stamina=[5, UNLIMITED_STAMINA])
     out = s.step(s.start([[4, 0], [0, 4]], params=p), [RIGHT, NOOP], p)
     assert out.positions[0] == [4, 0]
     assert int(out.state.stamina[0]) == 2
@@ -450,7 +450,7 @@ def test_unlimited_stamina_is_never_spent():
 
 def test_max_steps_counts_turns_not_substeps():
     s = sim(**FAST)
-    p = with_(s.params, max_steps=3)
+    p = with_params(s.params, max_steps=3)
     state = s.start([[0, 0], [4, 4]], params=p)
     flags = []
     for _ in range(3):
@@ -462,7 +462,7 @@ def test_max_steps_counts_turns_not_substeps():
 
 def test_terminated_and_truncated_both_true():
     s = sim()
-    p = with_(s.params, max_steps=1)
+    p = with_params(s.params, max_steps=1)
     out = s.step(s.start([[1, 1], [2, 1]], params=p), [RIGHT, NOOP], p)
     assert out.terminated and out.truncated
     assert bool(out.state.terminated) and bool(out.state.truncated)
@@ -473,7 +473,7 @@ def test_no_max_steps_never_truncates():
                                              "experiment.eval.max_steps": 100})
     assert int(pj.make(config).default_params.max_steps) == NO_TRUNCATION
     s = sim()
-    params = with_(s.params, max_steps=NO_TRUNCATION)
+    params = with_params(s.params, max_steps=NO_TRUNCATION)
     state = s.start([[0, 0], [4, 4]]).replace(turn=jnp.asarray(10**6, jnp.int32))
     out = s.step(state, [NOOP, NOOP], params)
     assert not out.truncated and int(out.state.turn) == 10**6 + 1
@@ -522,10 +522,10 @@ def test_reward_terms_sum_to_reward_on_default_config_rollout():
     assert env.reward_terms == ("base", "predator_distance", "survival")
     step = jax.jit(env.step)
     _, state = jax.jit(env.reset)(jax.random.key(3))
-    keys = jax.random.split(jax.random.key(4), 30)
-    for key in keys:
-        actions = jax.random.randint(key, (env.num_agents,), 0, env.num_actions)
-        _, state, reward, _, _, info = step(key, state, actions, env.default_params)
+    all_actions = np.random.default_rng(4).integers(0, env.num_actions, (30, env.num_agents))
+    for actions in all_actions:
+        _, state, reward, _, _, info = step(KEY, state, jnp.asarray(actions, jnp.int32),
+                                            env.default_params)
         terms = np.asarray(info["reward_terms"])
         assert terms.shape == (6, 3) and terms.dtype == np.float32
         np.testing.assert_array_equal(np.asarray(reward), terms.sum(axis=1))

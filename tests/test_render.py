@@ -56,8 +56,14 @@ def test_exact_colours_of_a_hand_built_layout(env, layout_state, jit_render):
         # predator_2 on top of captured prey_3 at (3, 1): "2" glyph (row 0 = "###"), and the
         # captured-prey cross visible in the cell's corners
         px(3, 1, 6, 16): "predator", px(3, 1, 13, 11): "label", px(3, 1, 18, 11): "label",
-        px(3, 1, 2, 2): "captured_mark", px(3, 1, 29, 2): "captured_mark",
+        px(3, 1, 2, 2): "captured_mark", px(3, 1, 2, 29): "captured_mark",
         px(3, 1, 8, 2): "background",
+        # two agents share (3, 1): a badge with "2" in the top-right corner (rows 1-7,
+        # columns 26-30; glyph row 0 "###" at row 2, row 1 "..#" at row 3)
+        px(3, 1, 26, 1): "stack_badge", px(3, 1, 30, 7): "stack_badge",
+        px(3, 1, 27, 2): "stack_count", px(3, 1, 29, 2): "stack_count",
+        px(3, 1, 27, 3): "stack_badge", px(3, 1, 29, 3): "stack_count",
+        px(0, 0, 28, 3): "background",  # a lone agent has no badge
         # prey_1 free at (4, 4): green disc and a white "1"
         px(4, 4, 6, 16): "prey", px(4, 4, 15, 11): "label", px(4, 4, 13, 11): "prey",
         # prey_2 captured at (1, 3): pale disc, dark "2", corner cross

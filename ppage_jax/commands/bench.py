@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="batch size of the peer comparison and first-step time")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison")
     parser.add_argument("--no-oracle", action="store_true", help="skip the NumPy oracle")
+    parser.add_argument("--oracle-seconds", type=float, default=2.0,
+                        help="how long to step the NumPy oracle per config (default 2)")
     parser.add_argument("--no-first-step", action="store_true",
                         help="skip the make -> first step timing (it runs a subprocess)")
     parser.add_argument("--json", metavar="PATH", default=None, help="write the report as JSON")
@@ -56,7 +58,8 @@ def main(args: argparse.Namespace) -> int:
           f"{'compile s':>9}")
     report = benchmark.run_benchmark(
         configs, args.batch_sizes, args.steps, repeats=args.repeats,
-        oracle=not args.no_oracle, peers=not args.no_peers, peer_batch=args.peer_batch,
+        oracle=not args.no_oracle, oracle_seconds=args.oracle_seconds,
+        peers=not args.no_peers, peer_batch=args.peer_batch,
         first_step=not args.no_first_step)
     text = benchmark.format_report(report)
     print()
