@@ -144,26 +144,29 @@ def bench_env(env: GridWorld, batch: int, steps: int, *, resets: bool = True,
 
 
 def first_step_seconds(config: str | None, batch: int = 4096,
-                       overrides: Mapping[str, Any] | None = None) -> float:
-    """Wall seconds from ``make`` to the first finished auto-reset step of ``batch`` grids
-    (reset and step traced, compiled and run), in a fresh Python process so that no
-    compilation is cached; imports are not counted."""
+                       overrides: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """Seconds from ``make`` to the first finished auto-reset step of ``batch`` grids (reset
+    and step traced, compiled and run), in a fresh Python process so that nothing is cached;
+    imports are not counted. ``{"wall": ..., "cpu": ...}``: the process's CPU time does not
+    grow when other programs share the cores, so it tells what an idle machine would see
+    (XLA compiles on one thread)."""
     code = ("import json, sys, ppage_jax.benchmark as b; "
             "print(json.dumps(b._first_step_here(*json.loads(sys.argv[1]))))")
     arg = json.dumps([config, batch, dict(overrides or {})])
     out = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True,
                          check=True)
-    return float(json.loads(out.stdout.strip().splitlines()[-1]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _first_step_here(config: str | None, batch: int, overrides: Mapping[str, Any]) -> float:
-    start = time.perf_counter()
+def _first_step_here(config: str | None, batch: int, overrides: Mapping[str, Any]
+                     ) -> dict[str, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
     env = make(config, overrides)
     auto = BatchedAutoResetEnv(env, batch)
     obs, state = jax.jit(auto.reset)(jax.random.PRNGKey(0))
     actions = jnp.zeros((batch, env.num_agents), jnp.int32)
     jax.block_until_ready(jax.jit(auto.step)(jax.random.PRNGKey(1), state, actions))
-    return time.perf_counter() - start
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
 
 
 # ------------------------------------------------------------------------- NumPy oracle
@@ -290,10 +293,9 @@ def run_benchmark(configs: Sequence[str], batch_sizes: Iterable[int], steps: int
             log(_row(result))
         if first_step:
             seconds = first_step_seconds(config, peer_batch)
-            report["first_step"].append({"name": config, "batch": peer_batch,
-                                         "seconds": seconds})
+            report["first_step"].append({"name": config, "batch": peer_batch, **seconds})
             log(f"{config}: make -> first auto-reset step at batch {peer_batch}: "
-                f"{seconds:.2f} s")
+                f"{seconds['wall']:.2f} s wall, {seconds['cpu']:.2f} s CPU")
     if peers:
         peer_steps = steps or default_steps(peer_batch)
         base = configs[0] if configs else None
@@ -349,9 +351,10 @@ def format_report(report: Mapping[str, Any]) -> str:
             r = _result(d)
             lines.append(f"| {r.name} | {r.env_steps_per_s:,.0f} | {r.agent_steps_per_s:,.0f} |")
     if report["first_step"]:
-        lines += ["", "| config | make -> first auto-reset step (s) | batch |", "|---|---:|---:|"]
+        lines += ["", "| config | batch | make -> first auto-reset step, wall s | "
+                      "same, process CPU s |", "|---|---:|---:|---:|"]
         for d in report["first_step"]:
-            lines.append(f"| {d['name']} | {d['seconds']:.2f} | {d['batch']} |")
+            lines.append(f"| {d['name']} | {d['batch']} | {d['wall']:.2f} | {d['cpu']:.2f} |")
     if report["peers"]:
         peers = [_result(d) for d in report["peers"]]
         ref = peers[0].env_steps_per_s
@@ -365,10 +368,7 @@ def format_report(report: Mapping[str, Any]) -> str:
 
 def plot_scaling(report: Mapping[str, Any], path: str | Path) -> Path:
     """Write a log-log plot of env-steps/s against batch size per config (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ppage_jax import plotting as plt   # off-screen figures; no global backend switch
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     names = sorted({d["name"] for d in report["scaling"]})

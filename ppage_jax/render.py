@@ -15,6 +15,7 @@ corner. Predators are red, free prey green, captured prey pale green with a dark
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import jax
@@ -215,6 +216,17 @@ def rollout_states(env: GridWorld, key: jax.Array, policy: Policy | None = None,
     return stack, jnp.concatenate([jnp.zeros((1,), bool), dones])
 
 
+@functools.lru_cache(maxsize=16)
+def _episode_program(env: GridWorld, policy: Policy | None, max_steps: int, cell_px: int):
+    """Jitted (key, params) -> (frames, dones), cached so repeated episodes reuse it."""
+    @jax.jit
+    def run(key, params):
+        states, dones = rollout_states(env, key, policy, params, max_steps)
+        return jax.vmap(lambda s: render(env, s, cell_px))(states), dones
+
+    return run
+
+
 def render_episode(env: GridWorld, key: jax.Array, policy: Policy | None = None,
                    params: EnvParams | None = None, max_steps: int = 100,
                    cell_px: int = DEFAULT_CELL_PX) -> np.ndarray:
@@ -223,11 +235,7 @@ def render_episode(env: GridWorld, key: jax.Array, policy: Policy | None = None,
     ``policy(key, obs, state) -> int32[A]`` (default: uniformly random actions). The episode
     stops at termination, truncation or after ``max_steps`` turns, whichever comes first.
     """
-    @jax.jit
-    def run(key, params):
-        states, dones = rollout_states(env, key, policy, params, max_steps)
-        return jax.vmap(lambda s: render(env, s, cell_px))(states), dones
-
+    run = _episode_program(env, policy, max_steps, cell_px)
     frames, dones = run(key, env.default_params if params is None else params)
     dones = np.asarray(dones)
     length = int(np.argmax(dones)) + 1 if dones.any() else len(dones)

@@ -65,7 +65,11 @@ def play_episodes(env: GridWorld, actor: Actor, params: EnvParams, keys: jax.Arr
         jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys), params)
     carry = {"obs": obs, "state": state, "t": jnp.zeros((), jnp.int32),
              "done": jnp.zeros(n, bool), "captured": jnp.zeros(n, bool),
-             "stats": episode_stats_init(env, (n,))}
+             "stats": episode_stats_init(env, (n,)),
+             "length": jnp.zeros(n, jnp.int32),
+             "returns": jnp.zeros((n, env.num_agents, len(env.reward_terms)), jnp.float32),
+             "unit_returns": jnp.zeros((n, env.num_agents, len(env.reward_terms)),
+                                       jnp.float32)}
 
     def body(c):
         t = c["t"] + 1
@@ -73,18 +77,22 @@ def play_episodes(env: GridWorld, actor: Actor, params: EnvParams, keys: jax.Arr
         obs, state, _, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
             jax.vmap(lambda k: jax.random.fold_in(k, t))(keys), c["state"], actions, params)
         live = ~c["done"]
-        stats, _ = episode_stats_update(c["stats"], info, term & live, trunc & live,
-                                        params.reward.gamma)
+        stats, finished = episode_stats_update(c["stats"], info, term & live, trunc & live,
+                                               params.reward.gamma)
         stats = jax.tree.map(
             lambda new, old: jnp.where(live.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
             stats, c["stats"])
+        # `stats` restarts from zero where an episode ends: keep the ended episode's values
+        # from `finished` (zero except on the step each episode ends).
         return {"obs": obs, "state": state, "t": t, "done": c["done"] | term | trunc,
-                "captured": c["captured"] | (live & term), "stats": stats}
+                "captured": c["captured"] | (live & term), "stats": stats,
+                "length": c["length"] + finished["length"],
+                "returns": c["returns"] + finished["returns"],
+                "unit_returns": c["unit_returns"] + finished["unit_returns"]}
 
     out = lax.while_loop(lambda c: ~c["done"].all(), body, carry)
-    stats = out["stats"]
-    return {"captured": out["captured"], "length": stats.length,
-            "returns": stats.returns, "unit_returns": stats.unit_returns}
+    return {"captured": out["captured"], "length": out["length"],
+            "returns": out["returns"], "unit_returns": out["unit_returns"]}
 
 
 def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn, int]:

@@ -171,9 +171,7 @@ def curve_band(by_seed: dict[int, dict[int, float]], reps: int = 500
 
 
 def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ppage_jax import plotting as plt   # off-screen figures; no global backend switch
 
     paths = []
     metrics = [m for m in HEADLINE if m in head]

@@ -140,18 +140,18 @@ def test_single_grid_auto_reset_keeps_final_obs_and_flags():
     auto = AutoResetEnv(env)
     obs, state = auto.reset(jax.random.PRNGKey(0))
     noop = jnp.full(env.num_agents, env.noop_action, jnp.int32)
-    step = jax.jit(auto.step)
+    step, plain_step, reset = jax.jit(auto.step), jax.jit(env.step), jax.jit(env.reset)
     obs1, state1, _, term1, trunc1, info1 = step(jax.random.PRNGKey(1), state, noop)
     assert not trunc1 and int(state1.turn) == 1
     np.testing.assert_array_equal(info1["final_obs"], obs1)
     obs2, state2, _, term2, trunc2, info2 = step(jax.random.PRNGKey(2), state1, noop)
     assert bool(trunc2) and not bool(term2) and int(state2.turn) == 0
-    plain_obs, plain_state, *_ = env.step(jax.random.PRNGKey(2), state1, noop)
+    plain_obs, plain_state, *_ = plain_step(jax.random.PRNGKey(2), state1, noop)
     np.testing.assert_array_equal(info2["final_obs"], plain_obs)
     assert int(plain_state.turn) == 2
-    _, expected = env.reset(jax.random.PRNGKey(2))       # the same key draws the same layout
+    _, expected = reset(jax.random.PRNGKey(2))       # the same key draws the same layout
     np.testing.assert_array_equal(state2.positions, expected.positions)
-    np.testing.assert_array_equal(obs2, np.asarray(env.observe(state2)))
+    np.testing.assert_array_equal(obs2, np.asarray(jax.jit(env.observe)(state2)))
 
 
 def test_resets_per_step_validation_and_default():

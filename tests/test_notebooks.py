@@ -11,8 +11,9 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 
 def test_notebooks_exist():
-    names = [p.name for p in NOTEBOOKS]
-    assert "01_quickstart.ipynb" in names
+    assert [p.name for p in NOTEBOOKS] == [
+        "01_quickstart.ipynb", "02_custom_reward.ipynb", "03_reward_ablation.ipynb",
+        "04_train_ippo.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

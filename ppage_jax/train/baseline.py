@@ -27,7 +27,7 @@ class Hyperparams:
 CHECKS = {"num_steps": Field(int, False, lambda v: v > 0, "> 0")}
 
 
-def check(hp: Hyperparams, num_envs: int, fail) -> None:
+def check(hp: Hyperparams, data: dict, fail) -> None:
     """No cross-key rules."""
 
 

@@ -24,15 +24,18 @@ from ppage_jax.train.experiment import algorithm
 # Batched actor: (key, obs float32[E, A, F], batched state) -> int32[E, A].
 Actor = Callable[[jax.Array, jax.Array, State], jax.Array]
 
-# What each role plays in a comparison: "trained" (the learned greedy policy, or the role's
-# configured baseline when it does not learn) or "random".
-CHOICES = ("trained", "random")
+# What each role plays in a comparison: "trained" (the learned policy's greedy actions, or
+# the role's configured baseline when it does not learn), "sampled" (actions sampled from a
+# stochastic learned policy, IPPO's) or a baseline name ("random", "noop", "chase", "evade").
 # name -> (predators, prey)
 COMPARISONS = {
     "trained": ("trained", "trained"),
+    "sampled_predators": ("sampled", "trained"),
     "random_predators": ("random", "trained"),
     "random_prey": ("trained", "random"),
 }
+LABELS = {"trained": "trained", "sampled_predators": "sampled predators",
+          "random_predators": "random predators", "random_prey": "random prey"}
 
 
 def eval_params(params: EnvParams, max_steps: int | None) -> EnvParams:
@@ -95,8 +98,14 @@ def make_actor(tc: TrainConfig, policy: dict, params: EnvParams, predators: str 
 
     def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
         actions = module.greedy_actions(tc, policy, jax.random.fold_in(key, 7), obs)
+        if "sampled" in (predators, prey):
+            sampled = module.sample_actions(tc, policy, jax.random.fold_in(key, 8), obs)
         for i, (role, choice) in enumerate(zip(ROLES, (predators, prey))):
             name = choice
+            if choice == "sampled":
+                rows = tc.agents_of(role)
+                actions = actions.at[:, rows].set(sampled[:, rows])
+                continue
             if choice == "trained":
                 configured = tc.roles[i]
                 if configured == LEARN:
@@ -132,9 +141,13 @@ def summarize(tc: TrainConfig, episodes: dict) -> dict[str, float]:
 
 
 def comparisons(tc: TrainConfig) -> dict[str, tuple[str, str]]:
-    """The comparisons worth making for this run: trained vs random predators, and vs random
-    prey when the prey learn."""
-    names = ["trained", "random_predators"] if tc.learns("predator") else ["trained"]
+    """The comparisons worth making for this run: trained predators vs sampled (stochastic
+    policies only) and random predators, and vs random prey when the prey learn."""
+    names = ["trained"]
+    if tc.learns("predator"):
+        if hasattr(algorithm(tc.algorithm), "sample_actions"):
+            names.append("sampled_predators")
+        names.append("random_predators")
     if tc.learns("prey"):
         names.append("random_prey")
     return {name: COMPARISONS[name] for name in names}

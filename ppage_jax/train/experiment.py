@@ -29,7 +29,7 @@ from ppage_jax.train.common import (
     LEARN, ROLE_KEYS, ROLES, TrainConfig, baseline_policies, num_updates_for)
 
 # algorithm name -> module in ppage_jax.train. Each module exposes Hyperparams, CHECKS,
-# check(hp, num_envs, fail), init, update, train, policy_state and greedy_actions.
+# check(hp, data, fail), init, update, train, policy_state and greedy_actions.
 ALGORITHMS: dict[str, str] = {
     "random": "ppage_jax.train.baseline",
     "ippo": "ppage_jax.train.ippo",
@@ -110,7 +110,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
         resolved[key] = value
     exp["algorithm"]["params"] = resolved
     hp = hyperparams(name, resolved)
-    module.check(hp, exp["num_envs"], fail)
+    module.check(hp, data, fail)
 
     if (exp["total_timesteps"] is None) == (exp["episodes"] is None):
         fail("experiment.episodes", exp["episodes"],

@@ -82,8 +82,9 @@ CHECKS = {
 }
 
 
-def check(hp: Hyperparams, num_envs: int, fail) -> None:
-    """Cross-key rules (``fail(key, value, allowed)`` raises a ConfigError)."""
+def check(hp: Hyperparams, data: dict, fail) -> None:
+    """Cross-key rules over the merged config ``data`` (``fail`` raises a ConfigError)."""
+    num_envs = data["experiment"]["num_envs"]
     batch = num_envs * hp.num_steps
     if batch % hp.num_minibatches:
         fail("experiment.algorithm.params.num_minibatches", hp.num_minibatches,
@@ -326,4 +327,15 @@ def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
     for role in tc.learning_roles:
         logits, _ = net.apply(policy[role], role_input(tc, role, obs))
         actions = actions.at[:, tc.agents_of(role)].set(jnp.argmax(logits, -1).astype(jnp.int32))
+    return actions
+
+
+def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
+    """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
+    net = network(tc)
+    actions = jnp.zeros(obs.shape[:2], jnp.int32)
+    for i, role in enumerate(tc.learning_roles):
+        logits, _ = net.apply(policy[role], role_input(tc, role, obs))
+        action = jax.random.categorical(jax.random.fold_in(key, i), logits)
+        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
     return actions

@@ -102,9 +102,7 @@ def plot_learning_curves(run_dir: Path, tc: TrainConfig, metrics: dict,
                          baseline: dict | None = None) -> None:
     """learning_curves.png: capture rate, steps to capture, episode length and total return
     per role against env steps (mean over seeds, shaded min-max), random baseline dashed."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ppage_jax import plotting as plt   # off-screen figures; no global backend switch
 
     active = np.asarray(metrics["active"])
     num_updates = active.shape[1]
@@ -150,8 +148,7 @@ def _fmt(value: float, digits: int = 1, percent: bool = False) -> str:
 def summary_table(evaluation: dict, cap: int) -> str:
     """The printed table: each comparison's capture rate and steps, beside the others."""
     names = list(evaluation)
-    labels = {"trained": "trained", "random_predators": "random predators",
-              "random_prey": "random prey"}
+    from ppage_jax.train.evaluate import LABELS as labels
     header = f"{'greedy evaluation':<38}" + "".join(f"{labels.get(n, n):>18}" for n in names)
     lines = [header, "-" * len(header)]
     rows = [

@@ -1,0 +1,305 @@
+"""DQN: independent deep Q-learning per role, with on-device replay and a target network.
+
+Each learning role has one Q-network shared by its agents (agent one-hot id appended to the
+observation), its own replay buffer, optimiser and target network. PPAGE's ``dqn`` options:
+``double_dqn`` (the online network picks the next action, the target network values it),
+``dueling`` (``Q = V + A - mean(A)``), Huber loss, gradient-norm clipping, hard target syncs
+every ``target_update_interval`` gradient steps, epsilon decaying per finished episode.
+PPAGE's D3QN preset is ``double_dqn: true, dueling: true``.
+
+Vectorised form: every turn, ``num_envs`` grids step with epsilon-greedy actions, each grid's
+transition (all agents of the role) is written to the ring buffer, and ``gradient_steps``
+minibatches of ``batch_size`` grid-transitions are sampled uniformly (with replacement) once
+``min_replay_size`` are stored. Transitions of already-captured prey are stored with weight 0
+and never reach the loss.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from flax.training.train_state import TrainState
+
+from ppage_jax.config import Field
+from ppage_jax.state import EnvParams
+from ppage_jax.train import common
+from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Hyperparams:
+    """``experiment.algorithm.params`` of ``dqn`` (PPAGE's names; defaults for many grids)."""
+
+    learning_rate: float = 1e-3
+    gamma: float = 0.99
+    epsilon: float = 1.0
+    epsilon_decay: float = 0.995      # per finished episode, as PPAGE
+    min_epsilon: float = 0.05
+    double_dqn: bool = False
+    dueling: bool = False
+    batch_size: int = 256             # grid-transitions per gradient step
+    buffer_size: int = 50_000         # grid-transitions kept per role
+    min_replay_size: int = 1_000
+    target_update_interval: int = 100  # gradient steps between hard target syncs
+    hidden_layers: tuple[int, ...] = (128, 128)
+    grad_clip: float = 5.0
+    num_steps: int = 16               # turns per grid per update (one metrics row)
+    gradient_steps: int = 1           # gradient steps per turn
+    obs_scale: float | None = None    # observations are multiplied by this; null: 1/env.size
+    reward_scale: float = 0.01        # rewards are multiplied by this before learning
+
+
+def _positive(kind=float):
+    return Field(kind, False, lambda v: v > 0, "> 0")
+
+
+_UNIT = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
+CHECKS = {
+    "learning_rate": _positive(),
+    "gamma": _UNIT,
+    "epsilon": _UNIT,
+    "epsilon_decay": _UNIT,
+    "min_epsilon": _UNIT,
+    "double_dqn": Field(bool),
+    "dueling": Field(bool),
+    "batch_size": _positive(int),
+    "buffer_size": _positive(int),
+    "min_replay_size": _positive(int),
+    "target_update_interval": _positive(int),
+    "hidden_layers": Field(list, False, lambda v: len(v) > 0 and all(
+        isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in v),
+        "of positive integers, at least one"),
+    "grad_clip": _positive(),
+    "num_steps": _positive(int),
+    "gradient_steps": _positive(int),
+    "obs_scale": Field(float, True, lambda v: v > 0, "> 0; null means 1 / env.size"),
+    "reward_scale": _positive(),
+}
+
+
+def check(hp: Hyperparams, data: dict, fail) -> None:
+    """Cross-key rules over the merged config ``data`` (``fail`` raises a ConfigError)."""
+    num_envs = data["experiment"]["num_envs"]
+    if hp.buffer_size < num_envs:
+        fail("experiment.algorithm.params.buffer_size", hp.buffer_size,
+             f"must hold at least one turn of every grid (>= num_envs = {num_envs})")
+    if hp.min_replay_size > hp.buffer_size:
+        fail("experiment.algorithm.params.min_replay_size", hp.min_replay_size,
+             f"must be <= buffer_size ({hp.buffer_size})")
+
+
+# --------------------------------------------------------------------------- network
+class QNetwork(nn.Module):
+    """MLP Q-values, x float[..., F] -> float[..., nA]; dueling heads when asked."""
+
+    num_actions: int
+    hidden_layers: Sequence[int]
+    dueling: bool = False
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for width in self.hidden_layers:
+            x = nn.relu(nn.Dense(width)(x))
+        if not self.dueling:
+            return nn.Dense(self.num_actions)(x)
+        value = nn.Dense(1, name="value")(x)
+        advantage = nn.Dense(self.num_actions, name="advantage")(x)
+        return value + advantage - advantage.mean(axis=-1, keepdims=True)
+
+
+def network(tc: TrainConfig) -> QNetwork:
+    return QNetwork(tc.env.num_actions, tc.hp.hidden_layers, tc.hp.dueling)
+
+
+def role_input(tc: TrainConfig, role: str, obs: jax.Array) -> jax.Array:
+    """obs float[..., A, F] -> the role's network input [..., n_role, F + n_role]."""
+    scale = tc.hp.obs_scale if tc.hp.obs_scale is not None else 1.0 / tc.env.layout.size
+    return common.with_agent_id(obs[..., tc.agents_of(role), :] * scale)
+
+
+# --------------------------------------------------------------------------- state
+@struct.dataclass
+class Replay:
+    """Ring buffer of grid-transitions of one role: [capacity, n_role, ...]."""
+
+    x: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    next_x: jax.Array        # input built from final_obs (the bootstrap observation)
+    terminal: jax.Array      # float: agent_terminal (termination or own capture)
+    valid: jax.Array         # float: 1 for a transition that may be learned from
+    position: jax.Array      # int32: next row to write
+    size: jax.Array          # int32: rows filled
+
+
+@struct.dataclass
+class Learner:
+    train: TrainState
+    target: dict             # target network params
+    replay: Replay
+    gradient_steps: jax.Array  # int32
+
+
+@struct.dataclass
+class RunnerState:
+    learners: dict           # role -> Learner
+    env: EnvCarry
+    key: jax.Array
+    progress: Progress
+
+
+def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
+    k_env, k_net, key = jax.random.split(key, 3)
+    env = common.env_reset(tc, k_env, params)
+    net, hp = network(tc), tc.hp
+    tx = optax.chain(optax.clip_by_global_norm(hp.grad_clip), optax.adam(hp.learning_rate))
+    learners = {}
+    for i, role in enumerate(tc.learning_roles):
+        x = role_input(tc, role, env.obs[0])
+        net_params = net.init(jax.random.fold_in(k_net, i), x)
+        n = x.shape[0]
+        cap = hp.buffer_size
+        replay = Replay(
+            x=jnp.zeros((cap,) + x.shape, jnp.float32),
+            action=jnp.zeros((cap, n), jnp.int32),
+            reward=jnp.zeros((cap, n), jnp.float32),
+            next_x=jnp.zeros((cap,) + x.shape, jnp.float32),
+            terminal=jnp.zeros((cap, n), jnp.float32),
+            valid=jnp.zeros((cap, n), jnp.float32),
+            position=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32))
+        learners[role] = Learner(TrainState.create(apply_fn=net.apply, params=net_params, tx=tx),
+                                 net_params, replay, jnp.zeros((), jnp.int32))
+    return RunnerState(learners, env, key, common.progress_init())
+
+
+# --------------------------------------------------------------------------- learning
+def add(replay: Replay, x, action, reward, next_x, terminal, valid) -> Replay:
+    """Write one turn of every grid (leading axis E) into the ring."""
+    cap = replay.x.shape[0]
+    rows = (replay.position + jnp.arange(x.shape[0])) % cap
+    return replay.replace(
+        x=replay.x.at[rows].set(x), action=replay.action.at[rows].set(action),
+        reward=replay.reward.at[rows].set(reward), next_x=replay.next_x.at[rows].set(next_x),
+        terminal=replay.terminal.at[rows].set(terminal),
+        valid=replay.valid.at[rows].set(valid),
+        position=(replay.position + x.shape[0]) % cap,
+        size=jnp.minimum(replay.size + x.shape[0], cap))
+
+
+def q_loss(net_params, target_params, apply_fn, hp: Hyperparams, batch: dict) -> jax.Array:
+    """Huber TD loss averaged over the valid agent-transitions of a batch [B, n]."""
+    q = apply_fn(net_params, batch["x"])
+    q_taken = jnp.take_along_axis(q, batch["action"][..., None], -1)[..., 0]
+    q_next_target = apply_fn(target_params, batch["next_x"])
+    if hp.double_dqn:
+        best = jnp.argmax(apply_fn(net_params, batch["next_x"]), axis=-1)
+        next_value = jnp.take_along_axis(q_next_target, best[..., None], -1)[..., 0]
+    else:
+        next_value = q_next_target.max(axis=-1)
+    target = batch["reward"] + hp.gamma * (1.0 - batch["terminal"]) * next_value
+    td = optax.huber_loss(q_taken, jax.lax.stop_gradient(target), delta=1.0)
+    return common.masked_mean(td, batch["valid"])
+
+
+def sgd_step(learner: Learner, hp: Hyperparams, key: jax.Array) -> tuple[Learner, jax.Array]:
+    """One gradient step on a uniform minibatch; then the hard target sync if due."""
+    rows = jax.random.randint(key, (hp.batch_size,), 0, jnp.maximum(learner.replay.size, 1))
+    r = learner.replay
+    batch = {"x": r.x[rows], "action": r.action[rows], "reward": r.reward[rows],
+             "next_x": r.next_x[rows], "terminal": r.terminal[rows], "valid": r.valid[rows]}
+    loss, grads = jax.value_and_grad(q_loss)(learner.train.params, learner.target,
+                                             learner.train.apply_fn, hp, batch)
+    train = learner.train.apply_gradients(grads=grads)
+    steps = learner.gradient_steps + 1
+    target = jax.tree.map(lambda t, o: jnp.where(steps % hp.target_update_interval == 0, o, t),
+                          learner.target, train.params)
+    return learner.replace(train=train, target=target, gradient_steps=steps), loss
+
+
+def learn(learner: Learner, hp: Hyperparams, key: jax.Array) -> tuple[Learner, jax.Array]:
+    """``gradient_steps`` SGD steps once the buffer holds ``min_replay_size`` transitions;
+    returns the mean loss (NaN while warming up)."""
+    def run(learner):
+        def one(learner, k):
+            return sgd_step(learner, hp, k)
+        learner, losses = jax.lax.scan(one, learner, jax.random.split(key, hp.gradient_steps))
+        return learner, losses.mean()
+
+    def wait(learner):
+        return learner, jnp.float32(jnp.nan)
+
+    return jax.lax.cond(learner.replay.size >= hp.min_replay_size, run, wait, learner)
+
+
+def q_actions(tc: TrainConfig, learners: dict, key: jax.Array, obs: jax.Array,
+              epsilon: jax.Array) -> tuple[jax.Array, dict]:
+    """Epsilon-greedy actions int32[E, A] for the learning roles (0 elsewhere), and inputs."""
+    actions = jnp.zeros(obs.shape[:2], jnp.int32)
+    inputs = {}
+    for i, role in enumerate(tc.learning_roles):
+        x = role_input(tc, role, obs)
+        q = learners[role].train.apply_fn(learners[role].train.params, x)
+        action = common.epsilon_greedy(jax.random.fold_in(key, i), q, epsilon)
+        actions = actions.at[:, tc.agents_of(role)].set(action)
+        inputs[role] = (x, action)
+    return actions, inputs
+
+
+def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
+    """``num_steps`` turns, each stored and followed by ``gradient_steps`` SGD steps."""
+    hp = tc.hp
+
+    def one_step(carry, _):
+        learners, env, key, episodes = carry
+        key, k_act, k_fixed, k_env, k_learn = jax.random.split(key, 5)
+        epsilon = common.ppage_epsilon(hp, episodes)
+        actions, inputs = q_actions(tc, learners, k_act, env.obs, epsilon)
+        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
+        env, step = common.env_step(tc, k_env, env, actions, params, hp.gamma)
+        new, losses = {}, {}
+        for i, (role, (x, action)) in enumerate(inputs.items()):
+            rows = tc.agents_of(role)
+            learner = learners[role]
+            replay = add(learner.replay, x, action, step.reward[:, rows] * hp.reward_scale,
+                         role_input(tc, role, step.final_obs),
+                         step.agent_terminal[:, rows].astype(jnp.float32),
+                         step.valid[:, rows].astype(jnp.float32))
+            new[role], losses[f"q_loss/{role}"] = learn(learner.replace(replay=replay), hp,
+                                                        jax.random.fold_in(k_learn, i))
+        episodes = episodes + step.finished["done"].sum()
+        return (new, env, key, episodes), (step.finished, losses, epsilon)
+
+    (learners, env, key, _), (finished, losses, epsilon) = jax.lax.scan(
+        one_step, (runner.learners, runner.env, runner.key, runner.progress.episodes), None,
+        length=hp.num_steps)
+    row = common.episode_metrics(tc, finished)
+    row["losses"] = jax.tree.map(jnp.nanmean, losses)
+    row["extras"] = {"epsilon": epsilon[-1]}
+    runner = RunnerState(learners, env, key, common.advance(runner.progress, tc, row))
+    return runner, row
+
+
+def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
+    """Train DQN: pure, jittable, vmappable over ``key`` and ``params``."""
+    return common.train_loop(init, update, key, config, params)
+
+
+# --------------------------------------------------------------------------- policy
+def policy_state(runner: RunnerState) -> dict:
+    """role -> online Q-network params."""
+    return {role: learner.train.params for role, learner in runner.learners.items()}
+
+
+def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
+    """Argmax-Q actions int32[E, A] for the learning roles (0 for the others)."""
+    net = network(tc)
+    actions = jnp.zeros(obs.shape[:2], jnp.int32)
+    for role in tc.learning_roles:
+        q = net.apply(policy[role], role_input(tc, role, obs))
+        actions = actions.at[:, tc.agents_of(role)].set(jnp.argmax(q, -1).astype(jnp.int32))
+    return actions
