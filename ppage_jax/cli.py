@@ -9,7 +9,8 @@ from ppage_jax.config import ConfigError
 
 # subcommand -> module exposing `add_arguments(parser)` and `main(args) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("ppage_jax.commands.run", "run the configured experiment (the main job)"),
+    "run": ("ppage_jax.commands.run", "train the configured algorithm and evaluate it (the main job)"),
+    "evaluate": ("ppage_jax.commands.evaluate", "evaluate a run directory's checkpoint"),
     "render": ("ppage_jax.commands.render", "write an animated GIF of one episode"),
     "audit": ("ppage_jax.commands.audit", "audit a reward design with baseline policies"),
     "bench": ("ppage_jax.commands.bench", "measure throughput (env-steps/s) against peers"),

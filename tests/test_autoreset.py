@@ -149,9 +149,9 @@ def test_single_grid_auto_reset_keeps_final_obs_and_flags():
     plain_obs, plain_state, *_ = plain_step(jax.random.PRNGKey(2), state1, noop)
     np.testing.assert_array_equal(info2["final_obs"], plain_obs)
     assert int(plain_state.turn) == 2
-    _, expected = reset(jax.random.PRNGKey(2))       # the same key draws the same layout
+    expected_obs, expected = reset(jax.random.PRNGKey(2))   # the same key, the same layout
     np.testing.assert_array_equal(state2.positions, expected.positions)
-    np.testing.assert_array_equal(obs2, np.asarray(jax.jit(env.observe)(state2)))
+    np.testing.assert_array_equal(obs2, expected_obs)
 
 
 def test_resets_per_step_validation_and_default():
@@ -238,3 +238,11 @@ def test_bounded_ints_stay_in_range_and_cover_it():
     assert (draws[:, 0] == 0).all()
     assert set(np.unique(draws[:, 1])) == {0, 1} and set(np.unique(draws[:, 2])) == {0, 1, 2}
     assert _chi2_p(np.bincount(draws[:, 3], minlength=100)) > P_MIN
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 200, 4096])
+def test_prefix_count_is_cumsum(n):
+    from ppage_jax.wrappers import _prefix_count
+
+    mask = np.asarray(jax.random.bernoulli(jax.random.PRNGKey(n), 0.3, (n,)))
+    np.testing.assert_array_equal(np.asarray(jax.jit(_prefix_count)(mask)), np.cumsum(mask))

@@ -197,3 +197,12 @@ def test_jaxmarl_api_surface(chase_env):
     assert all(v.shape[0] == 3 for v in infos.values())
     avail = marl.get_avail_actions(state)
     assert avail["prey_2"].shape == (chase_env.num_actions,)
+    # reset_state (as in JaxMARL) is where a finished episode restarts: truncation at turn 6
+    _, start = chase_env.reset_to(jnp.array([[2, 2], [0, 3], [3, 0]]), jnp.zeros((0, 2), int))
+    step = jax.jit(marl.step)
+    for turn in range(2, 7):
+        obs, state, rew, dones, infos = step(jax.random.PRNGKey(turn), state, {}, start)
+        assert bool(dones["__all__"]) == (turn == 6)
+    assert state.positions.tolist() == [[2, 2], [0, 3], [3, 0]] and int(state.turn) == 0
+    np.testing.assert_array_equal(np.asarray(obs["prey_1"]),
+                                  np.asarray(chase_env.observe(start)[1]))

@@ -65,7 +65,7 @@ class PettingZooEnv(ParallelEnv):
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: gymnasium.spaces.Discrete(self.env.num_actions)
                               for a in self.possible_agents}
-        self._reset, self._step, self._render = _compiled(self.env, cell_px)
+        self._reset, self._step, self._render, self._observe = _compiled(self.env, cell_px)
         self._state = None
 
     @property
@@ -157,7 +157,7 @@ class PettingZooEnv(ParallelEnv):
         """Global state for centralised critics: every agent's observation, concatenated."""
         if self._state is None:
             raise RuntimeError("call reset() before state()")
-        return np.asarray(self.env.observe(self._state)).reshape(-1)
+        return np.asarray(self._observe(self._state)).reshape(-1)
 
     def close(self) -> None:
         self._state = None
@@ -167,11 +167,12 @@ _COMPILED: "weakref.WeakKeyDictionary[GridWorld, dict]" = weakref.WeakKeyDiction
 
 
 def _compiled(env: GridWorld, cell_px: int):
-    """Jitted reset, step and render of ``env``, shared by every adapter over it."""
+    """Jitted reset, step, render and observe of ``env``, shared by every adapter over it."""
     per_env = _COMPILED.setdefault(env, {})
     if cell_px not in per_env:
         per_env[cell_px] = (jax.jit(env.reset), jax.jit(env.step),
-                            jax.jit(lambda state: render(env, state, cell_px)))
+                            jax.jit(lambda state: render(env, state, cell_px)),
+                            jax.jit(env.observe))
     return per_env[cell_px]
 
 
