@@ -10,6 +10,8 @@ from ppage_jax.observations import (
 from ppage_jax.rewards import (
     Choice, PotentialContext, RewardContext, register_potential, register_reward, reward_terms)
 from ppage_jax.state import EnvParams, Layout, RewardParams, State
+from ppage_jax.sharding import make_mesh, replicate, shard_batch
+from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
 from ppage_jax.render import render, render_episode, write_gif
 from ppage_jax.train import TrainConfig, make_train_config, train  # registers experiment checks
 
@@ -25,4 +27,5 @@ __all__ = [
     "rollout_episodes", "summarize_episodes",
     "render", "render_episode", "write_gif",
     "TrainConfig", "make_train_config", "train",
+    "AutoResetEnv", "BatchedAutoResetEnv", "make_mesh", "replicate", "shard_batch",
 ]

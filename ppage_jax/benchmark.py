@@ -35,6 +35,10 @@ TWO_V_TWO = {"agents.predators.count": 2, "agents.preys.count": 2,
              "observations.type": "local_only", "observations.params": {},
              "observations.per_agent": None}
 AUTO_RESET, NO_RESET = "auto-reset", "no reset"
+PPAGE_2V2 = "ppage 2v2 speed 1 local_only"
+# (ours, theirs) pairs printed as ratios: the same loop as the peer was measured with.
+PEER_RATIOS = ((PPAGE_2V2, "jumanji LevelBasedForaging-v0"),
+               ("ppage configs/default", "jaxmarl MPE_simple_tag_v3"))
 
 
 @dataclasses.dataclass
@@ -91,22 +95,45 @@ def default_steps(batch: int) -> int:
 
 
 # ------------------------------------------------------------------------- timing core
-def _time_scan(step: Callable, carry: Any, steps: int, repeats: int) -> tuple[float, float]:
-    """(compile seconds, best run seconds) of ``steps`` iterations of ``step(key, carry)``."""
-    def run(key, carry):
+@dataclasses.dataclass
+class Timed:
+    """A compiled scan ready to time: ``best`` holds the fastest run so far."""
+
+    result: Result
+    run: Callable[[int], None]
+
+    def time_once(self, i: int) -> None:
+        start = time.perf_counter()
+        self.run(i)
+        self.result.seconds = min(self.result.seconds, time.perf_counter() - start)
+
+    def measure(self, repeats: int) -> Result:
+        for i in range(repeats):
+            self.time_once(i)
+        return self.result
+
+
+def _compile_scan(step: Callable, carry: Any, steps: int) -> tuple[float, Callable[[int], None]]:
+    """Compile ``steps`` iterations of ``step(key, carry) -> carry`` and run it once (warm-up);
+    returns (compile seconds, run(i) that blocks until run i is done)."""
+    def scan(key, carry):
         return jax.lax.scan(lambda c, k: (step(k, c), None), carry,
                             jax.random.split(key, steps))[0]
 
     start = time.perf_counter()
-    compiled = jax.jit(run).lower(jax.random.PRNGKey(1), carry).compile()
+    compiled = jax.jit(scan).lower(jax.random.PRNGKey(1), carry).compile()
     compile_s = time.perf_counter() - start
     jax.block_until_ready(compiled(jax.random.PRNGKey(2), carry))
-    best = float("inf")
+    return compile_s, lambda i: jax.block_until_ready(compiled(jax.random.PRNGKey(3 + i), carry))
+
+
+def interleaved(timers: Sequence[Timed], repeats: int) -> list[Result]:
+    """Time several compiled scans in turn, ``repeats`` rounds: on a shared machine the load
+    drifts, and taking turns keeps the comparison fair."""
     for i in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(jax.random.PRNGKey(3 + i), carry))
-        best = min(best, time.perf_counter() - start)
-    return compile_s, best
+        for timer in timers:
+            timer.time_once(i)
+    return [timer.result for timer in timers]
 
 
 def _placed(tree: Any, batch: int) -> Any:
@@ -115,10 +142,10 @@ def _placed(tree: Any, batch: int) -> Any:
     return shard_batch(tree, mesh) if batch % mesh.devices.size == 0 else tree
 
 
-def bench_env(env: GridWorld, batch: int, steps: int, *, resets: bool = True,
-              repeats: int = 3, name: str = "") -> Result:
-    """Random-policy throughput of ``batch`` grids, with the batched auto-reset or without
-    any reset (finished grids keep stepping their finished episode)."""
+def prepare_env(env: GridWorld, batch: int, steps: int, *, resets: bool = True,
+                name: str = "") -> Timed:
+    """Compile a random-policy rollout of ``batch`` grids, with the batched auto-reset or
+    without any reset (finished grids keep stepping their finished episode)."""
     params = env.default_params
     n_agents, n_actions = env.num_agents, env.num_actions
     auto = BatchedAutoResetEnv(env, batch)
@@ -138,9 +165,16 @@ def bench_env(env: GridWorld, batch: int, steps: int, *, resets: bool = True,
         obs, state, *_ = env_step(k_env, carry[1], actions)
         return obs, state
 
-    compile_s, seconds = _time_scan(step, _placed((obs, state), batch), steps, repeats)
-    return Result(name or str(env.config.path), AUTO_RESET if resets else NO_RESET, batch,
-                  n_agents, steps, seconds, compile_s, state_bytes(env))
+    compile_s, run = _compile_scan(step, _placed((obs, state), batch), steps)
+    result = Result(name or str(env.config.path), AUTO_RESET if resets else NO_RESET, batch,
+                    n_agents, steps, float("inf"), compile_s, state_bytes(env))
+    return Timed(result, run)
+
+
+def bench_env(env: GridWorld, batch: int, steps: int, *, resets: bool = True,
+              repeats: int = 3, name: str = "") -> Result:
+    """Random-policy throughput of ``batch`` grids (see :func:`prepare_env`)."""
+    return prepare_env(env, batch, steps, resets=resets, name=name).measure(repeats)
 
 
 def first_step_seconds(config: str | None, batch: int = 4096,
@@ -223,7 +257,7 @@ def bench_oracle(env: GridWorld, seconds: float = 2.0) -> Result:
 
 
 # ------------------------------------------------------------------------- peers
-def bench_jumanji_lbf(batch: int, steps: int, repeats: int = 3) -> Result | None:
+def prepare_jumanji_lbf(batch: int, steps: int) -> Timed | None:
     """Jumanji LevelBasedForaging-v0 (2 agents, 8x8), vmapped, stepped without resets;
     None when jumanji is not installed (``pip install -e ".[bench]"``)."""
     try:
@@ -241,12 +275,12 @@ def bench_jumanji_lbf(batch: int, steps: int, repeats: int = 3) -> Result | None
         state, timestep = vstep(state, actions)
         return state
 
-    compile_s, seconds = _time_scan(step, _placed(state, batch), steps, repeats)
-    return Result("jumanji LevelBasedForaging-v0", NO_RESET, batch, n_agents, steps, seconds,
-                  compile_s)
+    compile_s, run = _compile_scan(step, _placed(state, batch), steps)
+    return Timed(Result("jumanji LevelBasedForaging-v0", NO_RESET, batch, n_agents, steps,
+                        float("inf"), compile_s), run)
 
 
-def bench_jaxmarl_simple_tag(batch: int, steps: int, repeats: int = 3) -> Result | None:
+def prepare_jaxmarl_simple_tag(batch: int, steps: int) -> Timed | None:
     """JaxMARL MPE_simple_tag_v3 (3 adversaries, 1 agent), vmapped; its step always
     auto-resets (JaxMARL computes a reset every step). None when jaxmarl is missing."""
     try:
@@ -266,9 +300,9 @@ def bench_jaxmarl_simple_tag(batch: int, steps: int, repeats: int = 3) -> Result
         _, state, *_ = vstep(jax.random.split(keys[0], batch), state, actions)
         return state
 
-    compile_s, seconds = _time_scan(step, _placed(state, batch), steps, repeats)
-    return Result("jaxmarl MPE_simple_tag_v3", AUTO_RESET, batch, len(agents), steps,
-                  seconds, compile_s)
+    compile_s, run = _compile_scan(step, _placed(state, batch), steps)
+    return Timed(Result("jaxmarl MPE_simple_tag_v3", AUTO_RESET, batch, len(agents), steps,
+                        float("inf"), compile_s), run)
 
 
 # ------------------------------------------------------------------------- whole run
@@ -299,24 +333,20 @@ def run_benchmark(configs: Sequence[str], batch_sizes: Iterable[int], steps: int
     if peers:
         peer_steps = steps or default_steps(peer_batch)
         base = configs[0] if configs else None
-        candidates = [
-            lambda: bench_env(make(load_config(base)), peer_batch, peer_steps,
-                              repeats=repeats, name=f"ppage {base}"),
-            lambda: bench_env(make(load_config(base, TWO_V_TWO)), peer_batch, peer_steps,
-                              resets=False, repeats=repeats,
-                              name="ppage 2v2 speed 1 local_only"),
-            lambda: bench_jumanji_lbf(peer_batch, peer_steps, repeats),
-            lambda: bench_jaxmarl_simple_tag(peer_batch, peer_steps, repeats),
+        timers = [
+            prepare_env(make(load_config(base)), peer_batch, peer_steps, name=f"ppage {base}"),
+            prepare_env(make(load_config(base, TWO_V_TWO)), peer_batch, peer_steps,
+                        resets=False, name=PPAGE_2V2),
+            prepare_jumanji_lbf(peer_batch, peer_steps),
+            prepare_jaxmarl_simple_tag(peer_batch, peer_steps),
         ]
-        for make_result in candidates:
-            result = make_result()
-            if result is not None:
-                report["peers"].append(result.as_dict())
-                log(_row(result))
-        missing = 4 - len(report["peers"])
-        if missing:
-            log(f"({missing} peer(s) not installed: pip install -e \".[bench]\" for jumanji "
-                f"and jaxmarl)")
+        available = [t for t in timers if t is not None]
+        for result in interleaved(available, repeats):
+            report["peers"].append(result.as_dict())
+            log(_row(result))
+        if len(available) < len(timers):
+            log(f"({len(timers) - len(available)} peer(s) not installed: pip install -e "
+                f"\".[bench]\" for jumanji and jaxmarl)")
     return report
 
 
@@ -363,6 +393,11 @@ def format_report(report: Mapping[str, Any]) -> str:
         for r in peers:
             lines.append(f"| {r.name} | {r.mode} | {r.env_steps_per_s:,.0f} | "
                          f"{r.agent_steps_per_s:,.0f} | {r.env_steps_per_s / ref:.2f} |")
+        rate = {r.name: r.env_steps_per_s for r in peers}
+        for ours, theirs in PEER_RATIOS:
+            if ours in rate and theirs in rate:
+                lines.append(f"\n{ours} / {theirs}: {rate[ours] / rate[theirs]:.2f}x "
+                             f"env-steps/s")
     return "\n".join(lines)
 
 

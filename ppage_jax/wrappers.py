@@ -121,6 +121,10 @@ class BatchedAutoResetEnv:
         """Step every grid; grids whose episode ended restart from a fresh layout."""
         params, axis = self._params(params)
         n, r = self.num_envs, self.resets_per_step
+        if jnp.shape(actions)[:1] != (n,) or jnp.shape(state.turn) != (n,):
+            raise ValueError(f"BatchedAutoResetEnv(num_envs={n}) got actions of shape "
+                             f"{jnp.shape(actions)} and a state batch of "
+                             f"{jnp.shape(state.turn)}; both need a leading axis of {n}")
         k_step, k_reset = jax.random.split(key)
         obs, state, reward, terminated, truncated, info = jax.vmap(
             self.env.step, in_axes=(0, 0, 0, axis))(

@@ -163,6 +163,10 @@ def test_resets_per_step_validation_and_default():
         BatchedAutoResetEnv(env, 4, resets_per_step=5)
     with pytest.raises(ValueError, match="num_envs must be >= 1"):
         BatchedAutoResetEnv(env, 0)
+    auto = BatchedAutoResetEnv(env, 4)
+    _, state = jax.eval_shape(auto.reset, jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match=r"actions of shape \(3, 2\)"):
+        jax.eval_shape(auto.step, jax.random.PRNGKey(0), state, jnp.zeros((3, 2), jnp.int32))
 
 
 # ----------------------------------------------------------------------------- uniformity

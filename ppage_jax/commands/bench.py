@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="N,N,...", help="batch sizes (default 1,16,256,4096,65536)")
     parser.add_argument("--steps", type=int, default=None,
                         help="timed steps per run (default: about 1e6 env-steps, 20..1000)")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="timed runs per figure; the best is kept (default 3)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed runs per figure; the best is kept (default 5)")
     parser.add_argument("--peer-batch", type=int, default=4096,
                         help="batch size of the peer comparison and first-step time")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison")

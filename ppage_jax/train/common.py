@@ -14,6 +14,8 @@ Conventions used by every algorithm file:
   is terminal for that prey (``agent_terminal``), so nothing after its capture flows back.
 - ``terminated`` cuts the bootstrap; ``truncated`` does not: the bootstrap value is computed on
   ``info["final_obs"]``, the last observation of the finished episode.
+- Grids step through the fast batched auto-reset (:class:`BatchedAutoResetEnv`) and their
+  batch axis is split across the local devices (:func:`shard_envs`, ``jax.sharding``).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from ppage_jax.env import GridWorld
 from ppage_jax.episodes import EpisodeStats, episode_stats_init, episode_stats_update
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams, State
-from ppage_jax.wrappers import AutoResetEnv
+from ppage_jax.sharding import batch_sharding, make_mesh
+from ppage_jax.wrappers import BatchedAutoResetEnv
 
 ROLES = ("predator", "prey")
 # experiment.roles keys (PPAGE's plural config names) in ROLES order.
@@ -135,22 +138,35 @@ class Step:
     finished: dict             # episode_stats_update's `finished`, per grid
 
 
+def _auto_reset(tc: TrainConfig) -> BatchedAutoResetEnv:
+    return BatchedAutoResetEnv(tc.env, tc.num_envs)
+
+
+def shard_envs(tree: Any) -> Any:
+    """Split the leading (grid) axis of every leaf across the local devices inside a jitted
+    program (``jax.sharding``; the helper's mesh). A no-op on one device, or when the batch
+    does not divide evenly by the device count."""
+    n_dev = jax.local_device_count()
+    leaves = jax.tree.leaves(tree)
+    if n_dev == 1 or any(np.ndim(x) == 0 or np.shape(x)[0] % n_dev for x in leaves):
+        return tree
+    sharding = batch_sharding(make_mesh(devices=jax.local_devices()))
+    return jax.lax.with_sharding_constraint(tree, sharding)
+
+
 def env_reset(tc: TrainConfig, key: jax.Array, params: EnvParams) -> EnvCarry:
     """Reset ``tc.num_envs`` grids."""
-    auto = AutoResetEnv(tc.env)
-    obs, state = jax.vmap(auto.reset, in_axes=(0, None))(
-        jax.random.split(key, tc.num_envs), params)
-    return EnvCarry(obs, state, episode_stats_init(tc.env, (tc.num_envs,)))
+    obs, state = _auto_reset(tc).reset(key, params)
+    return shard_envs(EnvCarry(obs, state, episode_stats_init(tc.env, (tc.num_envs,))))
 
 
 def env_step(tc: TrainConfig, key: jax.Array, carry: EnvCarry, actions: jax.Array,
              params: EnvParams, gamma: jax.Array | float) -> tuple[EnvCarry, Step]:
-    """Step every grid with auto-reset; return the new carry and the learner's view."""
-    auto = AutoResetEnv(tc.env)
+    """Step every grid with the batched auto-reset; return the new carry and the learner's
+    view of the step."""
     was_captured = carry.state.captured
-    obs, state, reward, terminated, truncated, info = jax.vmap(
-        auto.step, in_axes=(0, 0, 0, None))(
-        jax.random.split(key, tc.num_envs), carry.state, actions, params)
+    obs, state, reward, terminated, truncated, info = _auto_reset(tc).step(
+        key, carry.state, actions, params)
     stats, finished = episode_stats_update(carry.stats, info, terminated, truncated, gamma)
     is_prey = ~jnp.asarray(tc.env.is_predator)
     step = Step(
@@ -162,7 +178,7 @@ def env_step(tc: TrainConfig, key: jax.Array, carry: EnvCarry, actions: jax.Arra
         next_obs=obs,
         finished=finished,
     )
-    return EnvCarry(obs, state, stats), step
+    return shard_envs(EnvCarry(obs, state, stats)), step
 
 
 # --------------------------------------------------------------------------- metrics

@@ -92,27 +92,39 @@ def run_episodes(tc: TrainConfig, actor: Actor, params: EnvParams, keys: jax.Arr
 
 def make_actor(tc: TrainConfig, policy: dict, params: EnvParams, predators: str = "trained",
                prey: str = "trained") -> Actor:
-    """The batched actor for one comparison: each role plays ``"trained"`` or a baseline name
-    (``"random"``, ``"noop"``, ``"chase"``/``"evade"``)."""
+    """The batched actor for one comparison: each role plays ``"trained"``, ``"sampled"`` or a
+    baseline name (``"random"``, ``"noop"``, ``"chase"`` for predators, ``"evade"`` for prey)."""
+    switch = make_switch_actor(tc, policy, params, ((predators,), (prey,)))
+    return lambda key, obs, state: switch(key, obs, state, jnp.zeros(2, jnp.int32))
+
+
+def make_switch_actor(tc: TrainConfig, policy: dict, params: EnvParams,
+                      options: tuple[tuple[str, ...], tuple[str, ...]]):
+    """An actor ``(key, obs, state, choice int32[2]) -> actions`` where role ``i`` plays
+    ``options[i][choice[i]]``: one compiled program serves every comparison."""
     module = algorithm(tc.algorithm)
 
-    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
-        actions = module.greedy_actions(tc, policy, jax.random.fold_in(key, 7), obs)
-        if "sampled" in (predators, prey):
-            sampled = module.sample_actions(tc, policy, jax.random.fold_in(key, 8), obs)
-        for i, (role, choice) in enumerate(zip(ROLES, (predators, prey))):
-            name = choice
-            if choice == "sampled":
-                rows = tc.agents_of(role)
-                actions = actions.at[:, rows].set(sampled[:, rows])
+    def act(key: jax.Array, obs: jax.Array, state: State, choice: jax.Array) -> jax.Array:
+        learned = {"trained": lambda: module.greedy_actions(tc, policy,
+                                                            jax.random.fold_in(key, 7), obs),
+                   "sampled": lambda: module.sample_actions(tc, policy,
+                                                            jax.random.fold_in(key, 8), obs)}
+        actions = jnp.zeros(obs.shape[:2], jnp.int32)
+        for i, role in enumerate(ROLES):
+            rows = tc.agents_of(role)
+            if len(rows) == 0:
                 continue
-            if choice == "trained":
-                configured = tc.roles[i]
-                if configured == LEARN:
+            candidates = []
+            for name in options[i]:
+                if name in learned and tc.roles[i] == LEARN:
+                    candidates.append(learned[name]())
                     continue
-                name = configured
-            actions = common.role_policy_actions(tc, role, name, jax.random.fold_in(key, i),
-                                                 obs, state, params, actions)
+                baseline = tc.roles[i] if name in learned else name
+                candidates.append(common.role_policy_actions(
+                    tc, role, baseline, jax.random.fold_in(key, i), obs, state, params,
+                    jnp.zeros_like(actions)))
+            picked = jnp.stack(candidates)[choice[i]]
+            actions = actions.at[:, rows].set(picked[:, rows])
         return actions
 
     return act
@@ -158,21 +170,29 @@ def evaluate(tc: TrainConfig, policies: dict, params: EnvParams, seed: int, epis
     """Evaluate trained policies, stacked on a leading seed axis (``policy_state`` of a
     vmapped ``train``), in each comparison on the held-out block ``[seed, seed + episodes)``.
 
-    Returns ``{comparison: summary}``: seeds pooled, plus ``per_seed`` (a list of summaries).
+    ``which`` maps a comparison name to (predators, prey) choices (default: :func:`comparisons`).
+    Every comparison runs through one compiled program. Returns ``{comparison: summary}``:
+    seeds pooled, plus ``per_seed`` (a list of summaries).
     """
     params = eval_params(params, max_steps)
     keys = episode_keys(seed, episodes)
     which = comparisons(tc) if which is None else which
-    leaves = jax.tree.leaves(policies)
+    options = tuple(tuple(dict.fromkeys(pair[i] for pair in which.values())) for i in range(2))
+    actor = make_switch_actor
+
+    def play(policy, choice):
+        act = actor(tc, policy, params, options)
+        return run_episodes(tc, lambda k, o, s: act(k, o, s, choice), params, keys)
+
+    if jax.tree.leaves(policies):
+        run = jax.jit(jax.vmap(play, in_axes=(0, None)))
+    else:   # nothing learned (algorithm random): one "seed"
+        run = jax.jit(lambda policy, choice: jax.tree.map(lambda a: a[None],
+                                                          play(policy, choice)))
     results: dict[str, dict] = {}
-    for name, (predators, prey) in which.items():
-        def play(policy):
-            return run_episodes(tc, make_actor(tc, policy, params, predators, prey), params,
-                                keys)
-        if leaves:
-            out = jax.device_get(jax.jit(jax.vmap(play))(policies))
-        else:   # nothing learned (algorithm random): one "seed"
-            out = jax.tree.map(lambda a: a[None], jax.device_get(jax.jit(play)(policies)))
+    for name, pair in which.items():
+        choice = jnp.asarray([options[i].index(pair[i]) for i in range(2)], jnp.int32)
+        out = jax.device_get(run(policies, choice))
         results[name] = summarize(tc, out)
         results[name]["per_seed"] = [summarize(tc, jax.tree.map(lambda a: a[i], out))
                                      for i in range(np.asarray(out["captured"]).shape[0])]

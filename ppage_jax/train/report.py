@@ -53,7 +53,7 @@ def metric_rows(tc: TrainConfig, metrics: dict) -> list[dict]:
                 row[key] = np.asarray(metrics[key])[s, u].item()
             returns = np.asarray(metrics["returns"])[s, u]
             for r, role in enumerate(ROLES):
-                if not np.isnan(returns[r]).all():
+                if len(tc.agents_of(role)):
                     for t, term in enumerate(tc.env.reward_terms):
                         row[f"return/{role}/{term}"] = float(returns[r, t])
             for name, values in sorted(metrics["losses"].items()):
@@ -102,6 +102,14 @@ def plot_learning_curves(run_dir: Path, tc: TrainConfig, metrics: dict,
                          baseline: dict | None = None) -> None:
     """learning_curves.png: capture rate, steps to capture, episode length and total return
     per role against env steps (mean over seeds, shaded min-max), random baseline dashed."""
+    import warnings
+
+    with warnings.catch_warnings():     # stretches with no finished episode are NaN gaps
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _plot(run_dir, tc, metrics, baseline)
+
+
+def _plot(run_dir: Path, tc: TrainConfig, metrics: dict, baseline: dict | None) -> None:
     from ppage_jax import plotting as plt   # off-screen figures; no global backend switch
 
     active = np.asarray(metrics["active"])
