@@ -38,7 +38,7 @@ AUTO_RESET, NO_RESET = "auto-reset", "no reset"
 PPAGE_2V2 = "ppage 2v2 speed 1 local_only"
 # (ours, theirs) pairs printed as ratios: the same loop as the peer was measured with.
 PEER_RATIOS = ((PPAGE_2V2, "jumanji LevelBasedForaging-v0"),
-               ("ppage configs/default", "jaxmarl MPE_simple_tag_v3"))
+               ("ppage configs/default", "jaxmarl MPE_simple_tag_v3"))  # auto-reset both
 
 
 @dataclasses.dataclass
@@ -181,9 +181,9 @@ def first_step_seconds(config: str | None, batch: int = 4096,
                        overrides: Mapping[str, Any] | None = None) -> dict[str, float]:
     """Seconds from ``make`` to the first finished auto-reset step of ``batch`` grids (reset
     and step traced, compiled and run), in a fresh Python process so that nothing is cached;
-    imports are not counted. ``{"wall": ..., "cpu": ...}``: the process's CPU time does not
-    grow when other programs share the cores, so it tells what an idle machine would see
-    (XLA compiles on one thread)."""
+    imports are not counted. ``{"wall": ..., "cpu": ...}``: CPU time is summed over the
+    compiler's threads and hardly grows when other programs share the cores, while wall
+    time does."""
     code = ("import json, sys, ppage_jax.benchmark as b; "
             "print(json.dumps(b._first_step_here(*json.loads(sys.argv[1]))))")
     arg = json.dumps([config, batch, dict(overrides or {})])
@@ -332,7 +332,9 @@ def run_benchmark(configs: Sequence[str], batch_sizes: Iterable[int], steps: int
                 f"{seconds['wall']:.2f} s wall, {seconds['cpu']:.2f} s CPU")
     if peers:
         peer_steps = steps or default_steps(peer_batch)
-        base = configs[0] if configs else None
+        # The issue's comparison: the shipped default config (else the first one given).
+        base = next((c for c in configs if Path(c).name == "default"),
+                    configs[0] if configs else None)
         timers = [
             prepare_env(make(load_config(base)), peer_batch, peer_steps, name=f"ppage {base}"),
             prepare_env(make(load_config(base, TWO_V_TWO)), peer_batch, peer_steps,
@@ -403,20 +405,27 @@ def format_report(report: Mapping[str, Any]) -> str:
 
 def plot_scaling(report: Mapping[str, Any], path: str | Path) -> Path:
     """Write a log-log plot of env-steps/s against batch size per config (PNG)."""
+    import matplotlib
+
     from ppage_jax import plotting as plt   # off-screen figures; no global backend switch
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 5))
     names = sorted({d["name"] for d in report["scaling"]})
+    palette = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    colors = {name: palette[i % len(palette)] for i, name in enumerate(names)}
     for name in names:
         rows = sorted((d for d in report["scaling"] if d["name"] == name),
                       key=lambda d: d["batch"])
         ax.plot([d["batch"] for d in rows], [d["env_steps_per_s"] for d in rows], "o-",
-                label=f"{name} (auto-reset)")
-    for d in report["peers"]:
-        ax.plot([d["batch"]], [d["env_steps_per_s"]], "s", label=f"{d['name']} ({d['mode']})")
+                color=colors[name], label=f"{name} (auto-reset)")
     for d in report["oracle"]:
-        ax.axhline(d["env_steps_per_s"], ls=":", color="grey")
-        ax.annotate(d["name"], (1, d["env_steps_per_s"]), fontsize=7, va="bottom")
+        name = d["name"].removeprefix("oracle ")
+        ax.plot([1], [d["env_steps_per_s"]], "x", ms=9, color=colors.get(name, "grey"))
+    if report["oracle"]:
+        ax.plot([], [], "x", color="grey", label="NumPy oracle, 1 grid (colour = config)")
+    for d, marker in zip(report["peers"], "sD^v<>"):
+        ax.plot([d["batch"]], [d["env_steps_per_s"]], marker, ms=8, color="black",
+                mfc="none", label=f"{d['name']} ({d['mode']})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch size (grids)")
