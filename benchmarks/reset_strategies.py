@@ -7,8 +7,9 @@
   batched           BatchedAutoResetEnv: R fresh layouts per round, scattered into the
                     grids that finished (the fast path)
 
-For each: env-steps/s (best of --repeats, interleaved) and compile time (wall and process CPU seconds) of
-the jitted scan. The permutation variant swaps the draw in for this process only.
+For each: env-steps/s (best of --repeats, interleaved) and the compile time of the jitted
+scan (wall and process CPU seconds). The permutation variant swaps the draw in for this
+process only.
 
     python benchmarks/reset_strategies.py                    # configs/default, batch 4096
     python benchmarks/reset_strategies.py --batch 1024 --steps 50

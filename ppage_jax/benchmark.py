@@ -97,7 +97,7 @@ def default_steps(batch: int) -> int:
 # ------------------------------------------------------------------------- timing core
 @dataclasses.dataclass
 class Timed:
-    """A compiled scan ready to time: ``best`` holds the fastest run so far."""
+    """A compiled scan ready to time; ``result.seconds`` holds its fastest run so far."""
 
     result: Result
     run: Callable[[int], None]
@@ -267,15 +267,14 @@ def prepare_jumanji_lbf(batch: int, steps: int) -> Timed | None:
     env = jumanji.make("LevelBasedForaging-v0")
     n_agents = int(env.action_spec.shape[0])
     n_actions = int(np.asarray(env.action_spec.num_values).max())
-    state, _ = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
+    carry = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
     vstep = jax.vmap(env.step)
 
-    def step(key, state):
+    def step(key, carry):       # the timestep (observation included) is carried, like ours
         actions = jax.random.randint(key, (batch, n_agents), 0, n_actions)
-        state, timestep = vstep(state, actions)
-        return state
+        return vstep(carry[0], actions)
 
-    compile_s, run = _compile_scan(step, _placed(state, batch), steps)
+    compile_s, run = _compile_scan(step, _placed(carry, batch), steps)
     return Timed(Result("jumanji LevelBasedForaging-v0", NO_RESET, batch, n_agents, steps,
                         float("inf"), compile_s), run)
 
@@ -290,17 +289,17 @@ def prepare_jaxmarl_simple_tag(batch: int, steps: int) -> Timed | None:
     env = jaxmarl.make("MPE_simple_tag_v3")
     agents = list(env.agents)
     n_actions = {a: int(env.action_space(a).n) for a in agents}
-    _, state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
+    carry = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
     vstep = jax.vmap(env.step)
 
-    def step(key, state):
+    def step(key, carry):       # (obs, state) carried, like ours
         keys = jax.random.split(key, len(agents) + 1)
         actions = {a: jax.random.randint(k, (batch,), 0, n_actions[a])
                    for a, k in zip(agents, keys[1:])}
-        _, state, *_ = vstep(jax.random.split(keys[0], batch), state, actions)
-        return state
+        obs, state, *_ = vstep(jax.random.split(keys[0], batch), carry[1], actions)
+        return obs, state
 
-    compile_s, run = _compile_scan(step, _placed(state, batch), steps)
+    compile_s, run = _compile_scan(step, _placed(carry, batch), steps)
     return Timed(Result("jaxmarl MPE_simple_tag_v3", AUTO_RESET, batch, len(agents), steps,
                         float("inf"), compile_s), run)
 

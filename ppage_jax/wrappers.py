@@ -6,9 +6,9 @@ is in ``info["final_obs"]``, and ``terminated`` / ``truncated`` are reported apa
 
 - :class:`AutoResetEnv` wraps one grid; vmap it. It draws a fresh layout on every step for
   every grid and keeps it only where the episode ended, like gymnax and JaxMARL.
-- :class:`BatchedAutoResetEnv` steps a whole batch at once and draws only
-  ``resets_per_step`` fresh layouts per step, handing them to the grids that finished. This
-  is the fast path (``rollout_summary`` and ``ppage-jax bench`` use it).
+- :class:`BatchedAutoResetEnv` steps a whole batch at once and draws fresh layouts only for
+  the grids that finished, ``resets_per_step`` at a time. This is the fast path
+  (``rollout_summary`` and ``ppage-jax bench`` use it).
 """
 from __future__ import annotations
 

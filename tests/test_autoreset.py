@@ -135,6 +135,26 @@ def test_batched_auto_reset_takes_per_grid_params():
                                                       [1, 0, 3, 0], [1, 2, 1, 4]])
 
 
+def test_batched_auto_reset_vmapped_over_arms_equals_each_arm(env):
+    """Sweeps vmap the wrapper over EnvParams arms: the round loop then runs as many rounds
+    as the busiest arm needs, and each arm's result is its own single run."""
+    auto = BatchedAutoResetEnv(env, B, resets_per_step=R)
+    arms = jax.tree.map(lambda x: jnp.stack([x, x]), env.default_params)
+    arms = arms.replace(max_steps=jnp.array([1, 5], jnp.int32))   # arm 0: all 8 finish
+    keys = jax.random.split(jax.random.PRNGKey(5), 2)
+    _, state = jax.jit(jax.vmap(auto.reset))(keys, arms)
+    actions = jax.random.randint(jax.random.PRNGKey(6), (2, B, env.num_agents), 0,
+                                 env.num_actions)
+    both = jax.jit(jax.vmap(auto.step))(keys, state, actions, arms)
+    assert np.asarray(both[4])[0].all()
+    one = jax.jit(auto.step)
+    for arm in range(2):
+        pick = lambda tree: jax.tree.map(lambda x: x[arm], tree)
+        single = one(keys[arm], pick(state), actions[arm], pick(arms))
+        for a, b in zip(jax.tree.leaves(single), jax.tree.leaves(both)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[arm])
+
+
 def test_single_grid_auto_reset_keeps_final_obs_and_flags():
     env = pj.make("configs/1v1", {"env.termination.max_steps": 2})
     auto = AutoResetEnv(env)

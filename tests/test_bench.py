@@ -3,6 +3,7 @@ the benchmark, not by tests)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import jax
 import numpy as np
@@ -64,3 +65,15 @@ def test_oracle_for_env_matches_the_env_on_one_step():
     np.testing.assert_array_equal(np.asarray(after.positions), ref_after.positions)
     np.testing.assert_allclose(np.asarray(reward), ref_reward, rtol=1e-6)
     assert bool(terminated) == ref_term and bool(truncated) == ref_trunc
+
+
+def test_first_step_timing_reports_wall_and_cpu_seconds():
+    seconds = benchmark._first_step_here("configs/1v1", 4, {})
+    assert set(seconds) == {"wall", "cpu"} and seconds["wall"] > 0 and seconds["cpu"] > 0
+
+
+def test_missing_peers_are_skipped(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jumanji", None)    # import jumanji -> ImportError
+    monkeypatch.setitem(sys.modules, "jaxmarl", None)
+    assert benchmark.prepare_jumanji_lbf(4, 2) is None
+    assert benchmark.prepare_jaxmarl_simple_tag(4, 2) is None

@@ -92,6 +92,8 @@ def test_evaluate_reloads_the_checkpoint(run_dir, capsys):
 
 @pytest.mark.parametrize("overrides, key, message", [
     ({"experiment.algorithm.name": "ppo"}, "experiment.algorithm.name", "known: "),
+    ({"experiment.algorithm.name": "dqn"}, "experiment.algorithm.params.update_epochs",
+     "unknown hyperparameter of 'dqn'"),
     ({"experiment.algorithm": {"name": "dqn", "params": {"episodes": 10}}},
      "experiment.algorithm.params.episodes", "set experiment.episodes"),
     ({"experiment.algorithm": {"name": "dqn", "params": {"lr": 0.1}}},
@@ -104,7 +106,7 @@ def test_evaluate_reloads_the_checkpoint(run_dir, capsys):
      "experiment.algorithm.params.num_minibatches", "must divide"),
     ({"experiment.algorithm": {"name": "mixed", "params": {"prey_algo": "dqn"}}},
      "experiment.algorithm.params.prey_algo", "one of ['iql', 'cql']"),
-    ({"experiment.algorithm.name": "cql", "agents.predators.count": 6},
+    ({"experiment.algorithm": {"name": "cql", "params": {}}, "agents.predators.count": 6},
      "experiment.algorithm.name", "15625 joint actions"),
     ({"experiment.episodes": 100}, "experiment.episodes", "set exactly one"),
     ({"experiment.roles.preys": "chase"}, "experiment.roles.preys", "['evade', 'noop', 'random']"),
@@ -132,3 +134,35 @@ def test_experiment_defaults_are_filled_and_hashed():
     spelled_out = pj.load_config("configs/1v1", {"experiment.algorithm": {
         "name": "dqn", "params": dict(params)}})
     assert spelled_out.hash() == config.hash()
+
+
+SHARDED = """
+import sys, json, jax, numpy as np
+sys.path.insert(0, "tests")
+from train_testing import tiny_config
+from ppage_jax.train import iql, make_train_config
+tc = make_train_config(tiny_config("iql", {"table_size": 4096}, total_timesteps=4096))
+runner, metrics = jax.jit(iql.train)(jax.random.PRNGKey(0), tc, tc.env.default_params)
+print(json.dumps({"devices": jax.device_count(),
+                  "sharded": len(runner.env.obs.sharding.device_set),
+                  "length": np.asarray(metrics["episode_length"]).tolist(),
+                  "td": np.asarray(metrics["losses"]["td_error/predator"]).tolist()}))
+"""
+
+
+@pytest.mark.slow
+def test_training_shards_grids_over_devices_with_single_device_results():
+    import os
+    import subprocess
+    import sys
+
+    runs = {}
+    for n in (1, 4):
+        env = dict(os.environ, JAX_PLATFORMS="cpu",
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
+        out = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True,
+                             text=True, check=True, cwd=os.getcwd())
+        runs[n] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert runs[4]["devices"] == 4 and runs[4]["sharded"] == 4   # grids split over 4
+    np.testing.assert_array_equal(runs[1]["length"], runs[4]["length"])
+    np.testing.assert_allclose(runs[1]["td"], runs[4]["td"], rtol=1e-5)

@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     configs = args.configs if args.configs is not None else benchmark.shipped_configs()
+    if not configs:
+        raise SystemExit("ppage-jax bench: no config directories under ./configs; "
+                         "pass --configs CONFIG_DIR ...")
     for config in configs:
         if not Path(config).exists():
             raise SystemExit(f"ppage-jax bench: config directory {config!r} does not exist")

@@ -50,4 +50,5 @@ def main(args: argparse.Namespace) -> int:
     print(f"{run_dir}: {tc.algorithm}, {ev['episodes']} episodes, seeds "
           f"[{ev['seed']}, {ev['seed'] + ev['episodes']}), greedy actions")
     print(report.summary_table(results, cap))
+    print(report.TABLE_LEGEND)
     return 0

@@ -5,6 +5,7 @@ greedy episode of the trained policy)."""
 from __future__ import annotations
 
 import argparse
+import time
 
 import jax
 import numpy as np
@@ -44,19 +45,25 @@ def main(args: argparse.Namespace) -> int:
     total = tc.num_updates * tc.env_steps_per_update * exp["num_seeds"]
     bar = tqdm(total=total, unit="step", unit_scale=True, disable=args.no_progress,
                desc="compiling", dynamic_ncols=True)
-    last = {"steps": 0}
+    last = {"steps": 0, "start": None, "start_steps": 0}
 
-    def on_chunk(metrics: dict, env_steps: int) -> None:
-        bar.set_description(tc.algorithm)
+    def on_chunk(metrics: dict, env_steps: int, runner) -> None:
         done = env_steps * exp["num_seeds"]
+        now = time.perf_counter()
+        if last["start"] is None:    # the first chunk includes the compile: time from here
+            bar.set_description(tc.algorithm)
+            last["start"], last["start_steps"] = now, done
         bar.update(done - last["steps"])
         last["steps"] = done
+        elapsed = now - last["start"]
+        rate = (done - last["start_steps"]) / elapsed if elapsed > 0 else float("nan")
         active = np.asarray(metrics["active"])
         capture = np.asarray(metrics["capture_rate"])[active]
         length = np.asarray(metrics["episode_length"])[active]
-        rate = bar.format_dict.get("rate") or 0.0
-        bar.set_postfix_str(f"{rate:,.0f} env-steps/s, capture {np.nanmean(capture):.2f}, "
-                            f"ep len {np.nanmean(length):.1f}" if capture.size else "")
+        text = f"{rate:,.0f} env-steps/s" if np.isfinite(rate) else ""
+        if capture.size:
+            text += f", capture {np.nanmean(capture):.2f}, ep len {np.nanmean(length):.1f}"
+        bar.set_postfix_str(text)
 
     result = run_training(tc, params, exp["seed"], exp["num_seeds"], on_chunk)
     bar.close()
@@ -77,6 +84,7 @@ def main(args: argparse.Namespace) -> int:
           f"[{ev['seed']}, {ev['seed'] + ev['episodes']}), greedy actions, "
           f"{exp['num_seeds']} trained seed(s) pooled")
     print(table)
+    print(report.TABLE_LEGEND)
     report.plot_learning_curves(run_dir, tc, result.metrics, evaluation.get("random_predators"))
     write_run_gif(run_dir, tc, result.policies, params, seed=ev["seed"])  # episode.gif
     report.write_summary(run_dir, {
@@ -91,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
         "compile_seconds": result.compile_seconds,
         "env_steps_per_second": steps_per_second,
         "device": str(jax.devices()[0]),
-        "final_training": rows[-1] if rows else {},
+        "final_training": report.last_active_rows(rows),
         "evaluation": {"episodes": ev["episodes"], "seed": ev["seed"], "max_steps": cap,
                        "results": evaluation},
     })

@@ -22,8 +22,10 @@ The contract every algorithm module follows::
   by capture within the step limit), ``episode_length``, ``steps_to_capture`` (mean length of
   the captured ones), ``returns`` float32[U, 2, T] (mean per-term return per agent, rows
   predator then prey, terms in ``env.reward_terms`` order), ``losses`` (a dict of float32[U]
-  named ``<loss>/<role>``, algorithm-specific), ``active`` (False for the rows skipped after
-  an episode budget ran out). Means over no episode are NaN.
+  named ``<loss>/<role>``, algorithm-specific: ippo ``actor_loss``, ``value_loss``,
+  ``entropy``; dqn ``q_loss``; tabular ``td_error``, the mean |TD error|), ``extras``
+  (epsilon-greedy algorithms: ``epsilon`` at the end of the update), ``active`` (False for
+  the rows skipped after an episode budget ran out). Means over no episode are NaN.
 
 ``module.init`` and ``module.update`` are the two halves of ``train``; ``ppage-jax run`` calls
 them in chunks to drive its progress bar (:func:`common.run_updates`), which gives the same

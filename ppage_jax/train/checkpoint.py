@@ -5,7 +5,7 @@ run's seeds, with the algorithm name and the hash of the config it was trained w
 rebuilds the expected shapes from the current config and refuses a checkpoint whose shapes
 differ (another grid, agent count, observation or network), naming the first differing array
 and both config hashes. Equal shapes under a different config hash (say, other reward weights)
-load with a warning.
+load with a warning (seeds, budgets and the eval block may differ silently).
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ def save_checkpoint(path: str | os.PathLike, tc: TrainConfig, policies) -> None:
         "format": FORMAT,
         "algorithm": tc.algorithm,
         "config_hash": tc.config_hash,
+        "policy_hash": tc.policy_hash,
         "num_seeds": int(leaves[0].shape[0]) if leaves else 0,
         "policy": serialization.to_state_dict(jax.device_get(policies)),
     }
@@ -87,9 +88,9 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
                 f"{where}: array {name!r} has shape {got}, this config needs "
                 f"{tuple(spec.shape)} (grid size, agent counts, observation, action table "
                 f"and network shape must match the training config)")
-    if raw["config_hash"] != tc.config_hash:
-        warnings.warn(f"{where}: shapes match, but the configs differ (rewards, dynamics or "
-                      f"hyperparameters may have changed)", stacklevel=2)
+    if raw.get("policy_hash") != tc.policy_hash:
+        warnings.warn(f"{where}: shapes match, but the environment, rewards or algorithm "
+                      f"differ from the training config", stacklevel=2)
     if not expected_flat:
         return {}
     restored = serialization.from_state_dict(

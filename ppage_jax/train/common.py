@@ -57,7 +57,8 @@ class TrainConfig:
     num_updates: int = struct.field(pytree_node=False)
     episodes: int | None = struct.field(pytree_node=False)  # stop after this many episodes
     roles: tuple[str, str] = struct.field(pytree_node=False)  # per ROLES: "learn" or baseline
-    config_hash: str = struct.field(pytree_node=False)
+    config_hash: str = struct.field(pytree_node=False)      # Config.hash(): every section
+    policy_hash: str = struct.field(pytree_node=False)      # what the trained policy depends on
 
     @property
     def steps_per_update(self) -> int:
@@ -259,6 +260,14 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Arra
     explore = jax.random.uniform(k_explore, q.shape[:-1]) < epsilon
     random = jax.random.randint(k_action, q.shape[:-1], 0, q.shape[-1])
     return jnp.where(explore, random, jnp.argmax(q, axis=-1)).astype(jnp.int32)
+
+
+def obs_scale(tc: TrainConfig) -> float:
+    """The factor networks apply to observations: ``hp.obs_scale``, or by default 1 / grid
+    size (coordinates and distances) and 1 for the spatial ``grid`` observation (counts)."""
+    if tc.hp.obs_scale is not None:
+        return tc.hp.obs_scale
+    return 1.0 if tc.env.observation_shape is not None else 1.0 / tc.env.layout.size
 
 
 def agent_one_hot(n: int) -> jax.Array:

@@ -50,7 +50,7 @@ class Hyperparams:
     grad_clip: float = 5.0
     num_steps: int = 16               # turns per grid per update (one metrics row)
     gradient_steps: int = 1           # gradient steps per turn
-    obs_scale: float | None = None    # observations are multiplied by this; null: 1/env.size
+    obs_scale: float | None = None    # observations are multiplied by this; null: auto
     reward_scale: float = 0.01        # rewards are multiplied by this before learning
 
 
@@ -77,7 +77,8 @@ CHECKS = {
     "grad_clip": _positive(),
     "num_steps": _positive(int),
     "gradient_steps": _positive(int),
-    "obs_scale": Field(float, True, lambda v: v > 0, "> 0; null means 1 / env.size"),
+    "obs_scale": Field(float, True, lambda v: v > 0,
+                       "> 0; null means 1 / env.size, or 1 for the spatial grid observation"),
     "reward_scale": _positive(),
 }
 
@@ -118,8 +119,7 @@ def network(tc: TrainConfig) -> QNetwork:
 
 def role_input(tc: TrainConfig, role: str, obs: jax.Array) -> jax.Array:
     """obs float[..., A, F] -> the role's network input [..., n_role, F + n_role]."""
-    scale = tc.hp.obs_scale if tc.hp.obs_scale is not None else 1.0 / tc.env.layout.size
-    return common.with_agent_id(obs[..., tc.agents_of(role), :] * scale)
+    return common.with_agent_id(obs[..., tc.agents_of(role), :] * common.obs_scale(tc))
 
 
 # --------------------------------------------------------------------------- state

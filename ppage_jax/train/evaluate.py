@@ -10,6 +10,7 @@ uncaptured ones counting the cap) and ``returns`` (mean per-term return per agen
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import jax
@@ -171,29 +172,36 @@ def evaluate(tc: TrainConfig, policies: dict, params: EnvParams, seed: int, epis
     vmapped ``train``), in each comparison on the held-out block ``[seed, seed + episodes)``.
 
     ``which`` maps a comparison name to (predators, prey) choices (default: :func:`comparisons`).
-    Every comparison runs through one compiled program. Returns ``{comparison: summary}``:
-    seeds pooled, plus ``per_seed`` (a list of summaries).
+    Every comparison runs through one compiled program (cached per ``tc``, choices and
+    block). Returns ``{comparison: summary}``: seeds pooled, plus ``per_seed`` (a list of
+    summaries).
     """
-    params = eval_params(params, max_steps)
-    keys = episode_keys(seed, episodes)
     which = comparisons(tc) if which is None else which
     options = tuple(tuple(dict.fromkeys(pair[i] for pair in which.values())) for i in range(2))
-    actor = make_switch_actor
-
-    def play(policy, choice):
-        act = actor(tc, policy, params, options)
-        return run_episodes(tc, lambda k, o, s: act(k, o, s, choice), params, keys)
-
-    if jax.tree.leaves(policies):
-        run = jax.jit(jax.vmap(play, in_axes=(0, None)))
-    else:   # nothing learned (algorithm random): one "seed"
-        run = jax.jit(lambda policy, choice: jax.tree.map(lambda a: a[None],
-                                                          play(policy, choice)))
+    run = _compiled(tc, options, seed, episodes, max_steps, bool(jax.tree.leaves(policies)))
     results: dict[str, dict] = {}
     for name, pair in which.items():
         choice = jnp.asarray([options[i].index(pair[i]) for i in range(2)], jnp.int32)
-        out = jax.device_get(run(policies, choice))
+        out = jax.device_get(run(policies, params, choice))
         results[name] = summarize(tc, out)
         results[name]["per_seed"] = [summarize(tc, jax.tree.map(lambda a: a[i], out))
                                      for i in range(np.asarray(out["captured"]).shape[0])]
     return results
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(tc: TrainConfig, options: tuple, seed: int, episodes: int,
+              max_steps: int | None, stacked: bool):
+    """jit of ``(policies, params, choice) -> per-episode results [seeds, episodes]``."""
+    keys = episode_keys(seed, episodes)
+
+    def play(policy, params, choice):
+        params = eval_params(params, max_steps)
+        act = make_switch_actor(tc, policy, params, options)
+        return run_episodes(tc, lambda k, o, s: act(k, o, s, choice), params, keys)
+
+    if stacked:
+        return jax.jit(jax.vmap(play, in_axes=(0, None, None)))
+    # nothing learned (algorithm random): one "seed"
+    return jax.jit(lambda policy, params, choice: jax.tree.map(
+        lambda a: a[None], play(policy, params, choice)))

@@ -19,12 +19,15 @@ Form (PPAGE's ``algorithm: {name, params}`` plus the vectorised-run keys)::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
+import json
 from types import ModuleType
 from typing import Any, Callable
 
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config import Config, Field, register_validator
+from ppage_jax.defaults import SECTIONS
 from ppage_jax.train.common import (
     LEARN, ROLE_KEYS, ROLES, TrainConfig, baseline_policies, num_updates_for)
 
@@ -155,4 +158,15 @@ def make_train_config(config: Config, env=None) -> TrainConfig:
         episodes=exp["episodes"],
         roles=tuple(exp["roles"][k] for k in ROLE_KEYS),
         config_hash=config.hash(),
+        policy_hash=policy_hash(config),
     )
+
+
+def policy_hash(config: Config) -> str:
+    """Hash of what a trained policy depends on: every section but ``experiment``, plus the
+    algorithm and its hyperparameters (not seeds, budgets, roles or the eval block)."""
+    exp = config["experiment"]
+    blob = json.dumps({"config": {s: config[s] for s in SECTIONS if s != "experiment"},
+                       "algorithm": exp["algorithm"]},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

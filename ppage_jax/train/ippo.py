@@ -36,10 +36,10 @@ from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
 class Hyperparams:
     """``experiment.algorithm.params`` of ``ippo`` (defaults below)."""
 
-    learning_rate: float = 5e-4
+    learning_rate: float = 1e-3
     anneal_lr: bool = True
     num_steps: int = 32               # turns per grid per update (rollout length)
-    update_epochs: int = 4
+    update_epochs: int = 2
     num_minibatches: int = 4
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -49,7 +49,7 @@ class Hyperparams:
     max_grad_norm: float = 0.5
     hidden_layers: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
-    obs_scale: float | None = None    # observations are multiplied by this; null: 1/env.size
+    obs_scale: float | None = None    # observations are multiplied by this; null: auto
     reward_scale: float = 0.01        # rewards are multiplied by this before learning
 
 
@@ -77,7 +77,8 @@ CHECKS = {
         isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in v),
         "of positive integers, at least one"),
     "activation": Field(str, False, lambda v: v in ("tanh", "relu"), "one of ['tanh', 'relu']"),
-    "obs_scale": Field(float, True, lambda v: v > 0, "> 0; null means 1 / env.size"),
+    "obs_scale": Field(float, True, lambda v: v > 0,
+                       "> 0; null means 1 / env.size, or 1 for the spatial grid observation"),
     "reward_scale": _positive(),
 }
 
@@ -119,13 +120,9 @@ def network(tc: TrainConfig) -> ActorCritic:
     return ActorCritic(tc.env.num_actions, tc.hp.hidden_layers, tc.hp.activation)
 
 
-def obs_scale(tc: TrainConfig) -> float:
-    return tc.hp.obs_scale if tc.hp.obs_scale is not None else 1.0 / tc.env.layout.size
-
-
 def role_input(tc: TrainConfig, role: str, obs: jax.Array) -> jax.Array:
     """The network input of a role's agents: obs float[..., A, F] -> [..., n_role, F + n]."""
-    return common.with_agent_id(obs[..., tc.agents_of(role), :] * obs_scale(tc))
+    return common.with_agent_id(obs[..., tc.agents_of(role), :] * common.obs_scale(tc))
 
 
 # --------------------------------------------------------------------------- state

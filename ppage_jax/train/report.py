@@ -64,6 +64,15 @@ def metric_rows(tc: TrainConfig, metrics: dict) -> list[dict]:
     return rows
 
 
+def last_active_rows(rows: list[dict]) -> list[dict]:
+    """Each seed's last metrics row that ran (for summary.json)."""
+    last: dict[int, dict] = {}
+    for row in rows:
+        if row["active"]:
+            last[row["seed"]] = row
+    return [last[s] for s in sorted(last)]
+
+
 def write_metrics(run_dir: Path, rows: list[dict]) -> None:
     fields = list(rows[0]) if rows else []
     with open(run_dir / METRICS_FILE, "w", newline="") as handle:
@@ -153,11 +162,18 @@ def _fmt(value: float, digits: int = 1, percent: bool = False) -> str:
     return f"{100 * value:.{digits}f} %" if percent else f"{value:.{digits}f}"
 
 
+TABLE_LEGEND = (
+    "trained: both roles act greedily (argmax; a role that does not learn plays its baseline);"
+    "\nsampled predators: predators sample from their stochastic policy (IPPO);"
+    "\nrandom predators / random prey: that role acts uniformly at random against the other "
+    "role's greedy policy.")
+
+
 def summary_table(evaluation: dict, cap: int) -> str:
     """The printed table: each comparison's capture rate and steps, beside the others."""
     names = list(evaluation)
     from ppage_jax.train.evaluate import LABELS as labels
-    header = f"{'greedy evaluation':<38}" + "".join(f"{labels.get(n, n):>18}" for n in names)
+    header = f"{'held-out evaluation':<38}" + "".join(f"{labels.get(n, n):>18}" for n in names)
     lines = [header, "-" * len(header)]
     rows = [
         (f"capture rate within {cap} steps", "capture_rate", True),

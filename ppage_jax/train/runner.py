@@ -45,10 +45,11 @@ def chunk_size(num_updates: int, target_chunks: int = 40) -> int:
 
 
 def run_training(tc: TrainConfig, params: EnvParams, seed: int, num_seeds: int,
-                 on_chunk: Callable[[dict, int], None] | None = None,
+                 on_chunk: Callable[[dict, int, Any], None] | None = None,
                  target_chunks: int = 40) -> TrainResult:
-    """Train ``num_seeds`` seeds together; ``on_chunk(metrics_chunk, env_steps_done)`` is
-    called after each compiled chunk (metrics arrays [num_seeds, chunk, ...])."""
+    """Train ``num_seeds`` seeds together; ``on_chunk(metrics_chunk, env_steps_done,
+    runner)`` is called after each compiled chunk (metrics arrays [num_seeds, chunk, ...];
+    ``runner`` the current runner state, leading seed axis)."""
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
     runner = jax.jit(jax.vmap(module.init, in_axes=(0, None, None)))(
@@ -68,7 +69,7 @@ def run_training(tc: TrainConfig, params: EnvParams, seed: int, num_seeds: int,
         rows.append(metrics)
         done_updates += size
         if on_chunk is not None:
-            on_chunk(metrics, done_updates * tc.env_steps_per_update)
+            on_chunk(metrics, done_updates * tc.env_steps_per_update, runner)
         if tc.episodes is not None and not np.asarray(metrics["active"]).any():
             break
     jax.block_until_ready(runner)
