@@ -42,7 +42,7 @@ def observations(config: str, num_envs: int, steps: int, seed: int = 0) -> tuple
 
     seen = np.asarray(run(jax.random.PRNGKey(seed)))      # [T, E, A, F]
     is_pred = np.asarray(env.is_predator)
-    per_agent = seen.reshape(-1, seen.shape[-1])
+    per_agent = [seen[:, :, i].reshape(-1, seen.shape[-1]) for i in range(seen.shape[2])]
     teams = {role: seen[:, :, rows].reshape(-1, rows.sum() * seen.shape[-1])
              for role, rows in (("predator", is_pred), ("prey", ~is_pred)) if rows.any()}
     return env, per_agent, teams
@@ -58,15 +58,17 @@ def main() -> None:
     args = parser.parse_args()
     env, per_agent, teams = observations(args.config, args.envs, args.steps)
     print(f"{args.config}: observation {env.observation.name} ({env.observation_size}), "
-          f"{len(per_agent):,} agent observations from {args.envs} grids x {args.steps} turns")
+          f"{args.envs} grids x {args.steps} turns of random play; iql: each agent's own "
+          f"table (mean over agents)")
     print(f"{'keys':<22}{'table rows':>12}{'distinct obs':>14}{'rows used':>12}"
           f"{'collision rate':>16}")
     for size in (int(s) for s in args.table_sizes.split(",")):
-        rows = [("iql (per agent)", per_agent)] + [(f"cql ({r} team)", t)
-                                                   for r, t in teams.items()]
-        for name, obs in rows:
-            stats = collision_rate(obs, size)
-            print(f"{name:<22}{size:>12,}{stats['distinct']:>14,}{stats['rows']:>12,}"
+        agents = [collision_rate(obs, size) for obs in per_agent]
+        rows = [("iql (one agent)", {k: float(np.mean([a[k] for a in agents]))
+                                     for k in agents[0]})]
+        rows += [(f"cql ({r} team)", collision_rate(t, size)) for r, t in teams.items()]
+        for name, stats in rows:
+            print(f"{name:<22}{size:>12,}{stats['distinct']:>14,.0f}{stats['rows']:>12,.0f}"
                   f"{100 * stats['collision_rate']:>15.1f}%")
 
 

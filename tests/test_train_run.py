@@ -150,7 +150,6 @@ print(json.dumps({"devices": jax.device_count(),
 """
 
 
-@pytest.mark.slow
 def test_training_shards_grids_over_devices_with_single_device_results():
     import os
     import subprocess

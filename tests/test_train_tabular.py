@@ -57,8 +57,7 @@ def test_captured_prey_table_entries_receive_no_update(iql_run):
     the prey's observation [3, 4, captured=1] never enters its table."""
     tc, _ = iql_run
     params = tc.env.default_params.replace(capture_threshold=jnp.int32(2))
-    runner, metrics = jax.jit(jax.vmap(iql.train, in_axes=(0, None, None)))(
-        jax.vmap(jax.random.PRNGKey)(jnp.arange(2)), tc, params)
+    runner, metrics = train_seeds(tc, params=params)     # traced params: no recompile
     assert float(np.nanmean(metrics["capture_rate"])) == 0.0     # never terminates
     free, caught = tabular.hash_observation(jnp.array([[3.0, 4.0, 0.0], [3.0, 4.0, 1.0]]), 4096)
     assert int(free) != int(caught)
@@ -110,3 +109,25 @@ def test_hashing_is_deterministic_and_collision_rate_counts_shared_rows():
     assert tabular.collision_rate(np.asarray(obs), 1) == {
         "distinct": 3, "rows": 1, "collision_rate": 1.0}
     assert tabular.collision_rate(np.asarray(obs), 1 << 20)["collision_rate"] == 0.0
+
+
+def test_reward_weights_are_traced_and_train_vmaps_over_env_params(iql_run):
+    """A weight change reuses the compiled program, and train vmaps over stacked EnvParams
+    (the sweep's use): each design's run equals the run with its params alone."""
+    import chex
+
+    tc, _ = iql_run
+    base = tc.env.default_params
+    designs = [base, tc.env.with_weights(base, predator_distance=0.0, survival=3.0)]
+    once = jax.jit(chex.assert_max_traces(iql.train, n=1))
+    singles = [once(jax.random.PRNGKey(0), tc, p)[1] for p in designs]   # one trace
+    stacked = jax.tree.map(lambda *a: jnp.stack(a), *designs)
+    _, both = jax.jit(jax.vmap(iql.train, in_axes=(None, None, 0)))(
+        jax.random.PRNGKey(0), tc, stacked)
+    for i, single in enumerate(singles):
+        np.testing.assert_allclose(both["returns"][i], single["returns"], rtol=1e-6)
+    survival = tc.env.reward_terms.index("survival")
+    prey_survival = np.nanmean(np.asarray(both["returns"])[:, :, 1, survival], axis=1)
+    assert prey_survival[1] == pytest.approx(3.0 * prey_survival[0], rel=0.3)
+    predator_distance = tc.env.reward_terms.index("predator_distance")
+    assert np.nanmax(np.abs(np.asarray(both["returns"])[1, :, 0, predator_distance])) == 0.0

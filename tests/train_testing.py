@@ -47,11 +47,16 @@ def seeds(n: int = 2) -> jax.Array:
     return jax.vmap(jax.random.PRNGKey)(jnp.arange(n))
 
 
-def train_seeds(tc, n: int = 2):
-    """``jit(vmap(train))`` over ``n`` seeds: (runner_state, metrics), leading seed axis."""
-    module = algorithm(tc.algorithm)
-    return jax.jit(jax.vmap(module.train, in_axes=(0, None, None)))(
-        seeds(n), tc, tc.env.default_params)
+def train_seeds(tc, n: int = 2, params=None):
+    """``jit(vmap(train))`` over ``n`` seeds: (runner_state, metrics), leading seed axis.
+    ``params`` (default: the env's) is traced: new values reuse the compiled program."""
+    params = tc.env.default_params if params is None else params
+    return vmapped_train(tc.algorithm)(seeds(n), tc, params)
+
+
+@functools.lru_cache(maxsize=None)
+def vmapped_train(name: str):
+    return jax.jit(jax.vmap(algorithm(name).train, in_axes=(0, None, None)))
 
 
 def greedy_lengths(tc, policies) -> tuple[jax.Array, jax.Array]:

@@ -19,7 +19,7 @@ class Hyperparams:
     epsilon: float = 1.0
     epsilon_decay: float = 0.995      # per finished episode, as PPAGE
     min_epsilon: float = 0.05
-    table_size: int = 65_536          # rows per agent table (observations are hashed)
+    table_size: int = 262_144         # rows per agent table (observations are hashed)
     num_steps: int = 16               # turns per grid per update (one metrics row)
 
     @property
