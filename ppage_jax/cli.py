@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("ppage_jax.commands.evaluate", "evaluate a run directory's checkpoint"),
     "render": ("ppage_jax.commands.render", "write an animated GIF of one episode"),
     "audit": ("ppage_jax.commands.audit", "audit a reward design with baseline policies"),
+    "sweep": ("ppage_jax.commands.sweep", "run a reward-ablation sweep (arms x seeds)"),
     "bench": ("ppage_jax.commands.bench", "measure throughput (env-steps/s) against peers"),
 }
 

@@ -44,6 +44,8 @@ EvalFn = Callable[[Any, EnvParams], dict]
 Actor = Callable[[jax.Array, jax.Array, State], jax.Array]
 
 ROLES = ("predator", "prey")
+# On CPU, without an explicit chunk_size, the runs are split into this many chunks.
+CPU_CHUNKS = 4
 
 
 # ------------------------------------------------------------------------- evaluation
@@ -291,8 +293,12 @@ def run_sweep(spec: SweepSpec, train_fn: TrainFn | None = None, eval_fn: EvalFn 
 
     ``train_fn``/``eval_fn`` default to the config's training algorithm and greedy
     evaluation on the held-out block (:func:`trainer_functions`); pass your own to sweep
-    anything with the same contract. Returns ``{"runs", "results", "curves", "chunk_size",
-    "chunks", "compile_seconds", "seconds", "output_dir"}`` (results: {(arm, seed): metrics}).
+    anything with the same contract. Chunks: ``spec.chunk_size`` runs per call; by default
+    every run at once on an accelerator (halved until the program fits in memory), and
+    ``CPU_CHUNKS`` chunks on CPU (for the progress bar and early results).
+
+    Returns ``{"runs", "results", "curves", "chunk_size", "chunks", "compile_seconds",
+    "seconds", "output_dir"}`` (results: {(arm, seed): metrics}).
     """
     from tqdm.auto import tqdm
 
@@ -308,7 +314,13 @@ def run_sweep(spec: SweepSpec, train_fn: TrainFn | None = None, eval_fn: EvalFn 
     total = len(runs)
     mesh = make_mesh()
     n_dev = len(mesh.devices.flat)
-    wanted = min(spec.chunk_size or total, total)
+    if spec.chunk_size is not None:
+        wanted = min(spec.chunk_size, total)
+    elif jax.devices()[0].platform == "cpu":
+        # a few cores gain little from a wider vmap: chunk for progress and early results
+        wanted = int(math.ceil(total / CPU_CHUNKS))
+    else:
+        wanted = total
     chunk = int(math.ceil(wanted / n_dev)) * n_dev
     writer = SweepWriter(out_dir, dict(spec.describe(), runs=total, devices=n_dev,
                                        platform=jax.devices()[0].platform,

@@ -133,17 +133,21 @@ def write_report(output_dir: str | Path) -> Path:
     lines += ["", "## Per-term return per agent, by role (as paid; mean over seeds)", "",
               "Diagnostics only: shaped totals are not comparable across arms.", ""]
     for role in ("predator", "prey"):
-        metrics = [f"return/{role}/{t}" for t in info["terms"]] + [f"return/{role}/total"]
-        if not any(m in results for m in metrics):
+        means = {}
+        for t in list(info["terms"]) + ["total"]:
+            for arm in arms:
+                values = _finite(results.get(f"return/{role}/{t}", {}).get(arm, {}).values())
+                means[t, arm] = float(values.mean()) if values.size else math.nan
+        # a term that paid this role nothing in every arm is left out
+        shown = [t for t in info["terms"]
+                 if any(math.isfinite(means[t, a]) and means[t, a] != 0 for a in arms)]
+        if not any(math.isfinite(means["total", a]) for a in arms):
             continue
-        lines += [f"**{role}**", "", "| arm | " + " | ".join(info["terms"]) + " | total |",
-                  "|---|" + "---|" * (len(info["terms"]) + 1)]
+        lines += [f"**{role}**", "", "| arm | " + " | ".join(shown) + " | total |",
+                  "|---|" + "---|" * (len(shown) + 1)]
         for arm in arms:
-            cells = []
-            for m in metrics:
-                values = _finite(results.get(m, {}).get(arm, {}).values())
-                cells.append(_fmt(values.mean()) if values.size else "-")
-            lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+            lines.append(f"| {arm} | " + " | ".join(_fmt(means[t, arm]) for t in shown)
+                         + f" | {_fmt(means['total', arm])} |")
         lines.append("")
 
     plots = _plot(out, head, curves, arms)

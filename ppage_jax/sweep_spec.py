@@ -15,7 +15,7 @@ A sweep file holds one top-level key, ``sweep``::
       train_seed: 0                     # seed i trains from PRNGKey(train_seed + i)
       eval: {seed: 1000000, episodes: 256, max_steps: null}   # held-out evaluation block
       chunk_size: null                  # runs per compiled call (null: as many as fit)
-      output_dir: sweeps/ablation
+      output_dir: runs/sweeps/ablation  # default: runs/sweeps/<file name>
 
 Arms may differ only in ``rewards``. They are brought to one term structure, the union of
 their terms in order of first appearance: a term an arm lacks gets weight 0 and pays exactly
@@ -104,12 +104,20 @@ class SweepSpec:
                 "params": {e.name: dict(e.params) for e in arm.entries if e.params},
                 "applies_to": {e.name: e.applies_to for e in arm.entries},
             }
-        return {"sweep": self.path, "config": self.config.path, "config_hash":
+        return {"sweep": self.path, "config": _display(Path(self.config.path)), "config_hash":
                 self.config.hash(), "terms": list(self.terms), "arms": arms,
                 "baseline": self.baseline, "seeds": self.seeds,
                 "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
                 "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
                 "eval_max_steps": self.eval_max_steps}
+
+
+def _display(path: Path) -> str:
+    """A path relative to the current directory when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _union_entries(arms) -> list[TermEntry]:
@@ -166,11 +174,13 @@ class _Reader:
                               f"directory and {REPO_ROOT})")
 
 
-def load_sweep(path: str | Path | None = None, overrides: dict | None = None) -> SweepSpec:
+def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
+               arms: list[str] | None = None) -> SweepSpec:
     """Read and validate a sweep file (``None``: PPAGE's four-condition ablation).
 
-    ``overrides`` are dotted keys of the sweep (``{"seeds": 2, "set": {...}}`` style) applied
-    on top of the file. Every problem raises a ConfigError naming the file, key and value.
+    ``overrides`` replace top-level sweep keys (``{"seeds": 2}``); a ``set`` override is
+    merged into the file's ``set``. ``arms`` keeps only those arms (and the baseline). Every
+    problem raises a ConfigError naming the file, the key, the value and what is allowed.
     """
     if path is None:
         raw, source, base = {"sweep": {}}, "default sweep (PPAGE's four conditions)", Path.cwd()
@@ -192,6 +202,8 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None) ->
         if key not in SWEEP_KEYS:
             raise ConfigError(f"override {key}={value!r}", key, value,
                               f"unknown sweep key; allowed: {list(SWEEP_KEYS)}")
+        if key == "set" and isinstance(body.get("set"), dict) and isinstance(value, dict):
+            value = {**body["set"], **value}
         body[key] = value
 
     config_dir = read.resolve("sweep.config", body.get("config", f"{ABLATION_DIR}/both"), base)
@@ -205,13 +217,19 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None) ->
                       f"arm (keys {list(ARM_KEYS)}); omit it for PPAGE's four conditions")
     else:
         arms_raw = {name: {"config": f"{ABLATION_DIR}/{name}"} for name in ABLATION_ARMS}
-    arms = tuple(_read_arm(read, str(name), spec, config, sets, base)
-                 for name, spec in arms_raw.items())
-
     baseline = body.get("baseline", "base_only" if "base_only" in arms_raw else
                         next(iter(arms_raw)))
     if baseline not in arms_raw:
         read.fail("sweep.baseline", baseline, f"must name an arm: {list(arms_raw)}")
+    if arms is not None:
+        unknown = [a for a in arms if a not in arms_raw]
+        if unknown:
+            raise ConfigError("--arms", "arms", unknown[0],
+                              f"not an arm of {source}; its arms: {list(arms_raw)}")
+        arms_raw = {k: v for k, v in arms_raw.items() if k in arms or k == baseline}
+    arms = tuple(_read_arm(read, str(name), spec, config, sets, base)
+                 for name, spec in arms_raw.items())
+
     seeds = read.integer("sweep.seeds", body.get("seeds", 8), 1)
     train_seed = read.integer("sweep.train_seed", body.get("train_seed", 0), 0)
     ev = read.mapping("sweep.eval", body.get("eval"), EVAL_KEYS)
@@ -226,7 +244,7 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None) ->
                   f"the evaluation block [{eval_seed}, {eval_seed + eval_episodes}) must not "
                   f"overlap the training seeds [{train_seed}, {train_seed + seeds})")
     chunk = read.integer("sweep.chunk_size", body.get("chunk_size"), 1, True)
-    output_dir = body.get("output_dir", "sweeps/" + (Path(path).stem if path else "ablation"))
+    output_dir = body.get("output_dir", "runs/sweeps/" + (Path(path).stem if path else "ablation"))
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("sweep.output_dir", output_dir, "must be a directory path")
 
@@ -248,7 +266,7 @@ def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: di
         arm_config = load_config(directory, sets)
         _check_same_structure(read, where, arm_config, base_config)
         return Arm(name, tuple(term_entries(arm_config["rewards"])),
-                   float(arm_config["rewards"]["gamma"]), str(directory))
+                   float(arm_config["rewards"]["gamma"]), _display(directory))
 
     entries = {e.name: e for e in term_entries(base_config["rewards"])}
     known = reward_terms()
@@ -300,7 +318,7 @@ def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: di
             read.fail(key, role, f"must be one of {list(ROLES)}")
         entries[term] = dataclasses.replace(entries[term], applies_to=role)
     return Arm(name, tuple(entries.values()), float(base_config["rewards"]["gamma"]),
-               f"{base_config.path} + edits")
+               f"{_display(Path(base_config.path))} + edits")
 
 
 def _check_same_structure(read: _Reader, where: str, arm: Config, base: Config) -> None:

@@ -165,3 +165,16 @@ def test_training_shards_grids_over_devices_with_single_device_results():
     assert runs[4]["devices"] == 4 and runs[4]["sharded"] == 4   # grids split over 4
     np.testing.assert_array_equal(runs[1]["length"], runs[4]["length"])
     np.testing.assert_allclose(runs[1]["td"], runs[4]["td"], rtol=1e-5)
+
+
+def test_random_algorithm_through_the_top_level_train():
+    """``pj.train(key, Config)`` dispatches on experiment.algorithm.name; ``random`` learns
+    nothing and reports the same metrics (no losses)."""
+    import jax
+    from train_testing import tiny_config
+
+    config = tiny_config("random", total_timesteps=16 * 32 * 3)
+    runner, metrics = pj.train(jax.random.PRNGKey(0), config)
+    assert metrics["capture_rate"].shape == (3,) and metrics["losses"] == {}
+    assert int(runner.progress.env_steps) == 16 * 32 * 3
+    assert int(runner.progress.episodes) == int(np.asarray(metrics["episodes"]).sum()) > 0

@@ -57,8 +57,7 @@ def _positive(kind=float):
     return Field(kind, False, lambda v: v > 0, "> 0")
 
 
-def _unit(closed_low=True):
-    return Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
+_UNIT = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
 
 
 CHECKS = {
@@ -67,8 +66,8 @@ CHECKS = {
     "num_steps": _positive(int),
     "update_epochs": _positive(int),
     "num_minibatches": _positive(int),
-    "gamma": _unit(),
-    "gae_lambda": _unit(),
+    "gamma": _UNIT,
+    "gae_lambda": _UNIT,
     "clip_eps": _positive(),
     "ent_coef": Field(float, False, lambda v: v >= 0, ">= 0"),
     "vf_coef": Field(float, False, lambda v: v >= 0, ">= 0"),
@@ -103,16 +102,20 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
         act = nn.tanh if self.activation == "tanh" else nn.relu
-        ortho = nn.initializers.orthogonal
+        # Scaled (truncated normal) init with PureJaxRL's gains: sqrt(2) hidden, 0.01 policy
+        # head, 1 value head. Orthogonal init would need a batched QR under vmap, a LAPACK
+        # kernel that re-enters XLA's CPU thread pool and can wedge it (seen at exit).
+        def gain(g):
+            return nn.initializers.variance_scaling(g * g, "fan_in", "truncated_normal")
 
         def trunk(h, name):
             for i, width in enumerate(self.hidden_layers):
-                h = act(nn.Dense(width, kernel_init=ortho(np.sqrt(2)), name=f"{name}_{i}")(h))
+                h = act(nn.Dense(width, kernel_init=gain(np.sqrt(2)), name=f"{name}_{i}")(h))
             return h
 
-        logits = nn.Dense(self.num_actions, kernel_init=ortho(0.01), name="actor_out")(
+        logits = nn.Dense(self.num_actions, kernel_init=gain(0.01), name="actor_out")(
             trunk(x, "actor"))
-        value = nn.Dense(1, kernel_init=ortho(1.0), name="critic_out")(trunk(x, "critic"))
+        value = nn.Dense(1, kernel_init=gain(1.0), name="critic_out")(trunk(x, "critic"))
         return logits, value[..., 0]
 
 

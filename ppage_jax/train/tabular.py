@@ -130,7 +130,9 @@ def member_values(kind: str, table: jax.Array, keys: jax.Array, n: int, num_acti
 def _averaged_add(flat: jax.Array, index: jax.Array, delta: jax.Array, weight: jax.Array
                   ) -> jax.Array:
     """``flat[index] += mean of delta over the entries with the same index`` (weight 0
-    entries count for nothing). index, delta, weight: [M]."""
+    entries count for nothing). index, delta, weight: [M]. The counts come from an [M, M]
+    comparison (M = grids x team members), cheaper than a table-sized scratch array for the
+    batch sizes used here; it grows with num_envs squared."""
     same = (index[:, None] == index[None, :]) & (weight[None, :] > 0)
     count = same.sum(-1)
     share = jnp.where(weight > 0, delta / jnp.maximum(count, 1), 0.0)
