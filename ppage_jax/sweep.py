@@ -99,7 +99,8 @@ def play_episodes(env: GridWorld, actor: Actor, params: EnvParams, keys: jax.Arr
 
 def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn, int]:
     """``(train_fn, eval_fn, env_steps_per_update)`` from the config's experiment section:
-    ``ppage_jax.train``'s algorithm, evaluated greedily on the sweep's held-out block."""
+    ``ppage_jax.train``'s algorithm, evaluated on the sweep's held-out block with its greedy
+    or sampled actions (``eval.policy``); a role that does not learn plays its baseline."""
     from ppage_jax.train.evaluate import eval_params, make_actor
     from ppage_jax.train.experiment import algorithm, make_train_config
 
@@ -112,7 +113,8 @@ def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn,
 
     def eval_fn(runner: Any, params: EnvParams) -> dict:
         capped = eval_params(params, spec.eval_max_steps)
-        actor = make_actor(tc, module.policy_state(runner), capped)
+        choice = "trained" if spec.eval_policy == "greedy" else "sampled"
+        actor = make_actor(tc, module.policy_state(runner), capped, choice, choice)
         return play_episodes(env, actor, capped, keys)
 
     return train_fn, eval_fn, tc.env_steps_per_update

@@ -100,8 +100,10 @@ def write_report(output_dir: str | Path) -> Path:
     lines.append(f"Config `{info['config']}` (hash {info['config_hash']}); terms "
                  f"{', '.join(info['terms'])}; {info['seeds']} seeds per arm (training seeds "
                  f"{info['train_seeds'][0]}-{info['train_seeds'][1]}, paired across arms); "
-                 f"evaluation on held-out seeds {info['eval_seeds'][0]}-"
-                 f"{info['eval_seeds'][1]}.")
+                 f"evaluation of the {info.get('eval_policy', 'greedy')} policy on held-out "
+                 f"seeds {info['eval_seeds'][0]}-{info['eval_seeds'][1]}, one episode each"
+                 + (f", capped at {info['eval_max_steps']} turns." if info.get('eval_max_steps')
+                    else "."))
     if "seconds" in info:
         lines.append(f"{info['runs']} runs on {info['devices']} {info['platform']} device(s) "
                      f"in {info.get('chunks', '?')} chunk(s) of {info.get('chunk_size')}: "

@@ -13,7 +13,7 @@ A sweep file holds one top-level key, ``sweep``::
       baseline: base_only               # P(improvement) is reported against this arm
       seeds: 8                          # training seeds per arm, paired across arms
       train_seed: 0                     # seed i trains from PRNGKey(train_seed + i)
-      eval: {seed: 1000000, episodes: 256, max_steps: null}   # held-out evaluation block
+      eval: {seed: 1000000, episodes: 256, max_steps: null, policy: greedy}   # held-out block
       chunk_size: null                  # runs per compiled call (null: as many as fit)
       output_dir: runs/sweeps/ablation  # default: runs/sweeps/<file name>
 
@@ -42,7 +42,10 @@ from ppage_jax.state import EnvParams
 SWEEP_KEYS = ("config", "set", "arms", "baseline", "seeds", "train_seed", "eval",
               "chunk_size", "output_dir")
 ARM_KEYS = ("config", "weights", "disable", "params", "applies_to")
-EVAL_KEYS = ("seed", "episodes", "max_steps")
+EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
+# How the trained policy acts in evaluation: its greedy actions, or actions sampled from it
+# (stochastic learners such as IPPO).
+EVAL_POLICIES = ("greedy", "sampled")
 ABLATION_DIR = "configs/ablation"
 # PPAGE's four conditions (configs/ablation/<name>), the default arms.
 ABLATION_ARMS = ("base_only", "predator_distance", "survival", "both")
@@ -72,6 +75,7 @@ class SweepSpec:
     eval_seed: int
     eval_episodes: int
     eval_max_steps: int | None
+    eval_policy: str
     chunk_size: int | None
     output_dir: str
 
@@ -109,7 +113,7 @@ class SweepSpec:
                 "baseline": self.baseline, "seeds": self.seeds,
                 "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
                 "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
-                "eval_max_steps": self.eval_max_steps}
+                "eval_max_steps": self.eval_max_steps, "eval_policy": self.eval_policy}
 
 
 def _display(path: Path) -> str:
@@ -236,6 +240,15 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
     eval_seed = read.integer("sweep.eval.seed", ev.get("seed", 1_000_000), 0)
     eval_episodes = read.integer("sweep.eval.episodes", ev.get("episodes", 256), 1)
     eval_max_steps = read.integer("sweep.eval.max_steps", ev.get("max_steps"), 1, True)
+    eval_policy = ev.get("policy", "greedy")
+    if eval_policy not in EVAL_POLICIES:
+        read.fail("sweep.eval.policy", eval_policy, f"must be one of {list(EVAL_POLICIES)}")
+    if eval_policy == "sampled":
+        from ppage_jax.train.experiment import algorithm
+        name = config["experiment"]["algorithm"]["name"]
+        if not hasattr(algorithm(name), "sample_actions"):
+            read.fail("sweep.eval.policy", eval_policy,
+                      f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'")
     if eval_max_steps is None and config["env"]["termination"]["max_steps"] is None:
         read.fail("sweep.eval.max_steps", None, "must be set when env.termination.max_steps "
                   "is null (evaluation episodes need a step cap)")
@@ -250,7 +263,7 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
 
     shared = _shared_config(config, arms, sets)
     return SweepSpec(source, shared, arms, str(baseline), seeds, train_seed, eval_seed,
-                     eval_episodes, eval_max_steps, chunk, output_dir)
+                     eval_episodes, eval_max_steps, eval_policy, chunk, output_dir)
 
 
 def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: dict,

@@ -157,6 +157,8 @@ def test_arm_edits_add_terms_and_params(tmp_path):
     ({"seeds": 0}, "sweep.seeds", ">= 1"),
     ({"seeds": 4, "train_seed": 10, "eval": {"seed": 12}}, "sweep.eval.seed", "overlap"),
     ({"arms_": {}}, "sweep.arms_", "unknown key"),
+    ({"eval": {"policy": "sampled"}}, "sweep.eval.policy", "no stochastic policy"),
+    ({"eval": {"policy": "best"}}, "sweep.eval.policy", "must be one of"),
 ])
 def test_bad_sweep_files_name_the_key(tmp_path, body, key, words):
     path = write_sweep(tmp_path / "bad.yaml", **body)

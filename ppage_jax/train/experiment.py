@@ -103,6 +103,10 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
                                     f"{data['actions']['type']!r}, {n_actions} (or be omitted)")
         elif key not in module.CHECKS:
             hint = f"; {MOVED_KEYS[key]}" if key in MOVED_KEYS else ""
+            owners = [a for a in ALGORITHMS if a != name and key in algorithm(a).CHECKS]
+            if owners and not hint:
+                hint = (f"; it belongs to {owners} (to switch algorithm, replace the whole "
+                        f"block: experiment.algorithm={{name: {name}, params: {{}}}})")
             fail(dotted, value, f"unknown hyperparameter of {name!r}; its hyperparameters: "
                                 f"{sorted(module.CHECKS)}{hint}")
         else:
