@@ -15,7 +15,7 @@ from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
 from ppage_jax.render import render, render_episode, write_gif
 from ppage_jax.train import TrainConfig, make_train_config, train  # registers experiment checks
 from ppage_jax.policies import combine_policies, greedy_chase, greedy_evade
-from ppage_jax.audit import AuditSettings, audit, format_report
+from ppage_jax.audit import AuditSettings, audit_rewards, format_report
 from ppage_jax.sweep_spec import load_sweep
 from ppage_jax.sweep import run_sweep
 
@@ -33,5 +33,5 @@ __all__ = [
     "TrainConfig", "make_train_config", "train",
     "AutoResetEnv", "BatchedAutoResetEnv", "make_mesh", "replicate", "shard_batch",
     "combine_policies", "greedy_chase", "greedy_evade",
-    "AuditSettings", "audit", "format_report", "load_sweep", "run_sweep",
+    "AuditSettings", "audit_rewards", "format_report", "load_sweep", "run_sweep",
 ]

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ppage_jax.config import SECTIONS
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes import RETURN_FIELDS, episode_stats_init, episode_stats_update
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
@@ -136,9 +137,11 @@ _ROLLOUTS: dict[tuple, Any] = {}
 
 def _rollout_program(env: GridWorld, variants: tuple[_Variant, ...], episodes: int,
                      turns: int):
-    """The compiled rollout for this static structure, built once per (config, shapes): new
-    weights or params, or another GridWorld built from the same config, reuse it."""
-    key = (env.config.hash(), variants, episodes, turns)
+    """The compiled rollout for this static structure, built once per structure: every reward
+    number is traced, so configs that differ only in reward weights or params (and new
+    params passed in) reuse it."""
+    static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    key = (static, env.reward_terms, variants, episodes, turns)
     if key not in _ROLLOUTS:
         if len(_ROLLOUTS) >= 8:
             _ROLLOUTS.pop(next(iter(_ROLLOUTS)))
@@ -322,7 +325,7 @@ def summarize_pair(env: GridWorld, raw: dict, variants: list[_Variant]) -> dict[
     return summary
 
 
-def audit(env: GridWorld, params: EnvParams | None = None,
+def audit_rewards(env: GridWorld, params: EnvParams | None = None,
           settings: AuditSettings = AuditSettings()) -> dict[str, Any]:
     """Run the audit and return a JSON-ready report (``format_report`` renders it)."""
     params = env.default_params if params is None else params

@@ -20,8 +20,11 @@ A sweep file holds one top-level key, ``sweep``::
 Arms may differ only in ``rewards``. They are brought to one term structure, the union of
 their terms in order of first appearance: a term an arm lacks gets weight 0 and pays exactly
 nothing, so the whole sweep is one compiled program (weights, term params, role masks and
-gamma are traced). Paths in the file are relative to the file's directory (then to the
-current directory, then to this repository's root).
+gamma are traced). The sweep's ``seeds``, ``train_seed`` and ``eval`` replace the config's
+``experiment.seed``, ``num_seeds`` and ``eval`` (a sweep does not read those); the rest of
+``experiment`` (algorithm, budget, roles) configures every run. Paths in the file are
+relative to the file's directory (then to the current directory, then to this repository's
+root).
 """
 from __future__ import annotations
 
@@ -114,6 +117,16 @@ class SweepSpec:
                 "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
                 "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
                 "eval_max_steps": self.eval_max_steps, "eval_policy": self.eval_policy}
+
+
+def default_sweep_file() -> str | None:
+    """configs/ablation/sweep.yaml (PPAGE's ablation), from the current directory or this
+    repository; None when neither has it (``load_sweep(None)`` then builds the same arms)."""
+    for root in (Path.cwd(), REPO_ROOT):
+        candidate = root / ABLATION_DIR / "sweep.yaml"
+        if candidate.is_file():
+            return str(candidate)
+    return None
 
 
 def _display(path: Path) -> str:

@@ -9,6 +9,7 @@ import pytest
 import ppage_jax as pj
 from ppage_jax import audit as A
 from ppage_jax.cli import main as cli_main
+from ppage_jax.config import SECTIONS
 from ppage_jax.state import NO_TRUNCATION
 
 EPISODES = 16
@@ -29,7 +30,7 @@ def default_env():
 
 @pytest.fixture(scope="module")
 def default_report(default_env):
-    return A.audit(default_env, settings=A.AuditSettings(episodes=EPISODES))
+    return A.audit_rewards(default_env, settings=A.AuditSettings(episodes=EPISODES))
 
 
 def test_noop_pairs_match_hand_computed_returns(default_report):
@@ -84,23 +85,36 @@ def test_default_config_flags(default_report):
     json.dumps(default_report)                                   # JSON-ready
 
 
-def test_ordering_violation_and_stalling_on_a_reward_that_pays_for_distance(default_env):
+def test_ordering_violation_and_stalling_on_a_config_that_pays_for_distance(default_env):
     # Weight -1 on predator_distance pays predators for staying far from the prey: policies
-    # that capture less are paid more. The weight is traced: no recompile.
-    params = default_env.with_weights(default_env.default_params, predator_distance=-1.0)
-    report = A.audit(default_env, params, A.AuditSettings(episodes=EPISODES))
+    # that capture less are paid more. Only reward numbers differ from the default config, so
+    # the compiled rollout is reused.
+    env = pj.make("configs/default", {"rewards.shaping": [
+        {"name": "predator_distance", "weight": -1.0}, {"name": "survival", "weight": 1.0}]})
+    report = A.audit_rewards(env, settings=A.AuditSettings(episodes=EPISODES))
     ordering = kinds(report, "ordering")
     assert ordering and all(f["role"] == "predator" for f in ordering)
     assert ("random/evade", "chase/evade") in {(f["better_paid"], f["better_task"])
                                                for f in ordering}
     assert kinds(report, "stalling")
-    programs = [p for key, p in A._ROLLOUTS.items() if key[0] == default_env.config.hash()]
+    static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    assert static == default_env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    programs = [p for key, p in A._ROLLOUTS.items() if key[0] == static]
     assert len(programs) == 1 and programs[0]._cache_size() == 1
+
+
+def test_a_term_that_dominates_is_flagged(default_env):
+    params = default_env.with_weights(default_env.default_params, predator_distance=50.0)
+    report = A.audit_rewards(default_env, params, A.AuditSettings(
+        episodes=EPISODES, policies=(("noop", "noop"), ("chase", "noop"), ("random", "evade"))))
+    dominant = kinds(report, "dominant_term")
+    assert [(f["term"], f["role"]) for f in dominant] == [("predator_distance", "predator")]
+    assert not kinds(report, "early_termination")
 
 
 def test_early_termination_when_prey_pay_to_live(default_env):
     params = default_env.with_weights(default_env.default_params, survival=-5.0)
-    report = A.audit(default_env, params,
+    report = A.audit_rewards(default_env, params,
                      A.AuditSettings(episodes=EPISODES, policies=(("random", "random"),)))
     flag = kinds(report, "early_termination")
     assert flag and flag[0]["role"] == "prey"
@@ -111,7 +125,7 @@ def test_clean_reward_has_no_flags(default_env):
     params = default_env.with_weights(default_env.default_params, predator_distance=0.0,
                                       survival=0.0)
     params = default_env.with_term_params(params, "base", obstacle_penalty=0.0)
-    report = A.audit(default_env, params, A.AuditSettings(episodes=EPISODES))
+    report = A.audit_rewards(default_env, params, A.AuditSettings(episodes=EPISODES))
     assert report["flags"] == []
 
 
@@ -120,7 +134,7 @@ def test_obstacle_penalty_fires_with_blocking_off_and_potentials_are_not_flagged
         "env.dynamics.block_agents_by_obstacles": False,
         "rewards.shaping": [{"name": "potential_distance", "weight": 0.5},
                             {"name": "survival", "weight": 1.0}]})
-    report = A.audit(env, settings=A.AuditSettings(
+    report = A.audit_rewards(env, settings=A.AuditSettings(
         episodes=EPISODES, policies=(("random", "random"), ("chase", "evade"))))
     assert not kinds(report, "dead_term")
     assert report["fire_rates"]["base.obstacle_penalty"]["prey"] > 0
@@ -149,4 +163,4 @@ def test_bad_audit_inputs(default_env):
         A.AuditSettings(policies=(("evade", "chase"),))
     unbounded = default_env.default_params.replace(max_steps=jnp.int32(NO_TRUNCATION))
     with pytest.raises(ValueError, match="max_steps"):
-        A.audit(default_env, unbounded)
+        A.audit_rewards(default_env, unbounded)

@@ -8,7 +8,8 @@ import argparse
 import json
 import sys
 
-from ppage_jax.audit import AUDIT_SEED, AuditSettings, audit, format_report, parse_policy_pairs
+from ppage_jax.audit import (
+    AUDIT_SEED, AuditSettings, audit_rewards, format_report, parse_policy_pairs)
 from ppage_jax.cli import add_config_arguments, load_cli_config
 from ppage_jax.env import make
 
@@ -41,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     env = make(config)
     try:
-        report = audit(env, settings=settings)
+        report = audit_rewards(env, settings=settings)
     except ValueError as err:
         print(f"audit: {err}", file=sys.stderr)
         return 2

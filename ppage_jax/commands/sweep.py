@@ -1,6 +1,6 @@
 """Run a reward-ablation sweep: arms (reward designs) x seeds, trained and evaluated as one
 compiled program, with results.csv, curves.csv, report.md and plots in the output directory.
-Without SWEEP.yaml it runs PPAGE's four conditions (configs/ablation/)."""
+Without SWEEP.yaml it runs PPAGE's four conditions (configs/ablation/sweep.yaml)."""
 from __future__ import annotations
 
 import argparse
@@ -8,12 +8,13 @@ import sys
 
 from ppage_jax.config import parse_override
 from ppage_jax.sweep import run_sweep
-from ppage_jax.sweep_spec import load_sweep
+from ppage_jax.sweep_spec import default_sweep_file, load_sweep
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep", metavar="SWEEP.yaml", nargs="?", default=None,
-                        help="sweep file (default: PPAGE's four-condition ablation)")
+                        help="sweep file (default: configs/ablation/sweep.yaml, PPAGE's "
+                             "four-condition ablation)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE",
                         help="override a config key of every arm, e.g. --set "
@@ -38,7 +39,8 @@ def main(args: argparse.Namespace) -> int:
         overrides["chunk_size"] = args.chunk_size
     if args.output is not None:
         overrides["output_dir"] = args.output
-    spec = load_sweep(args.sweep, overrides, arms=args.arms.split(",") if args.arms else None)
+    path = args.sweep if args.sweep is not None else default_sweep_file()
+    spec = load_sweep(path, overrides, arms=args.arms.split(",") if args.arms else None)
     print(f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
           f"{list(spec.terms)}, baseline {spec.baseline}", file=sys.stderr)
     summary = run_sweep(spec, progress=not args.no_progress)
