@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 
 import ppage_jax as pj
 from ppage_jax.train import algorithm, make_train_config
