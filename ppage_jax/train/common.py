@@ -282,6 +282,12 @@ def with_agent_id(obs: jax.Array) -> jax.Array:
     return jnp.concatenate([obs, ids], axis=-1)
 
 
+def role_input(tc: TrainConfig, role: str, obs: jax.Array) -> jax.Array:
+    """A role's network input: obs float[..., A, F] -> [..., n_role, F + n_role] (scaled
+    observations of the role's agents with a one-hot agent id)."""
+    return with_agent_id(obs[..., tc.agents_of(role), :] * obs_scale(tc))
+
+
 # --------------------------------------------------------------------------- the loop
 InitFn = Callable[[jax.Array, TrainConfig, EnvParams], Any]
 UpdateFn = Callable[[Any, TrainConfig, EnvParams], tuple[Any, dict]]

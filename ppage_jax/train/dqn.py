@@ -117,11 +117,6 @@ def network(tc: TrainConfig) -> QNetwork:
     return QNetwork(tc.env.num_actions, tc.hp.hidden_layers, tc.hp.dueling)
 
 
-def role_input(tc: TrainConfig, role: str, obs: jax.Array) -> jax.Array:
-    """obs float[..., A, F] -> the role's network input [..., n_role, F + n_role]."""
-    return common.with_agent_id(obs[..., tc.agents_of(role), :] * common.obs_scale(tc))
-
-
 # --------------------------------------------------------------------------- state
 @struct.dataclass
 class Replay:
@@ -160,7 +155,7 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     tx = optax.chain(optax.clip_by_global_norm(hp.grad_clip), optax.adam(hp.learning_rate))
     learners = {}
     for i, role in enumerate(tc.learning_roles):
-        x = role_input(tc, role, env.obs[0])
+        x = common.role_input(tc, role, env.obs[0])
         net_params = net.init(jax.random.fold_in(k_net, i), x)
         n = x.shape[0]
         cap = hp.buffer_size
@@ -242,7 +237,7 @@ def q_actions(tc: TrainConfig, learners: dict, key: jax.Array, obs: jax.Array,
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     inputs = {}
     for i, role in enumerate(tc.learning_roles):
-        x = role_input(tc, role, obs)
+        x = common.role_input(tc, role, obs)
         q = learners[role].train.apply_fn(learners[role].train.params, x)
         action = common.epsilon_greedy(jax.random.fold_in(key, i), q, epsilon)
         actions = actions.at[:, tc.agents_of(role)].set(action)
@@ -266,7 +261,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
             rows = tc.agents_of(role)
             learner = learners[role]
             replay = add(learner.replay, x, action, step.reward[:, rows] * hp.reward_scale,
-                         role_input(tc, role, step.final_obs),
+                         common.role_input(tc, role, step.final_obs),
                          step.agent_terminal[:, rows].astype(jnp.float32),
                          step.valid[:, rows].astype(jnp.float32))
             new[role], losses[f"q_loss/{role}"] = learn(learner.replace(replay=replay), hp,
@@ -300,6 +295,6 @@ def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
     net = network(tc)
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     for role in tc.learning_roles:
-        q = net.apply(policy[role], role_input(tc, role, obs))
+        q = net.apply(policy[role], common.role_input(tc, role, obs))
         actions = actions.at[:, tc.agents_of(role)].set(jnp.argmax(q, -1).astype(jnp.int32))
     return actions

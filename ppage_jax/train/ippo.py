@@ -123,11 +123,6 @@ def network(tc: TrainConfig) -> ActorCritic:
     return ActorCritic(tc.env.num_actions, tc.hp.hidden_layers, tc.hp.activation)
 
 
-def role_input(tc: TrainConfig, role: str, obs: jax.Array) -> jax.Array:
-    """The network input of a role's agents: obs float[..., A, F] -> [..., n_role, F + n]."""
-    return common.with_agent_id(obs[..., tc.agents_of(role), :] * common.obs_scale(tc))
-
-
 # --------------------------------------------------------------------------- state
 @struct.dataclass
 class RunnerState:
@@ -155,7 +150,7 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     net = network(tc)
     learners = {}
     for i, role in enumerate(tc.learning_roles):
-        x = role_input(tc, role, env.obs[0])
+        x = common.role_input(tc, role, env.obs[0])
         learners[role] = TrainState.create(
             apply_fn=net.apply, params=net.init(jax.random.fold_in(k_net, i), x),
             tx=_optimizer(tc))
@@ -185,7 +180,7 @@ def policy_actions(tc: TrainConfig, learners: dict, key: jax.Array, obs: jax.Arr
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     parts = {}
     for i, role in enumerate(tc.learning_roles):
-        x = role_input(tc, role, obs)
+        x = common.role_input(tc, role, obs)
         logits, value = learners[role].apply_fn(learners[role].params, x)
         if greedy:
             action = jnp.argmax(logits, axis=-1)
@@ -211,7 +206,7 @@ def rollout(runner: RunnerState, tc: TrainConfig, params: EnvParams
             rows = tc.agents_of(role)
             learner = runner.learners[role]
             _, next_value = learner.apply_fn(learner.params,
-                                             role_input(tc, role, step.final_obs))
+                                             common.role_input(tc, role, step.final_obs))
             out[role] = Trajectory(
                 x=x, action=action, log_prob=log_prob, value=value, next_value=next_value,
                 reward=step.reward[:, rows] * tc.hp.reward_scale, agent_terminal=step.agent_terminal[:, rows],
@@ -325,7 +320,7 @@ def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
     net = network(tc)
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     for role in tc.learning_roles:
-        logits, _ = net.apply(policy[role], role_input(tc, role, obs))
+        logits, _ = net.apply(policy[role], common.role_input(tc, role, obs))
         actions = actions.at[:, tc.agents_of(role)].set(jnp.argmax(logits, -1).astype(jnp.int32))
     return actions
 
@@ -335,7 +330,7 @@ def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
     net = network(tc)
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     for i, role in enumerate(tc.learning_roles):
-        logits, _ = net.apply(policy[role], role_input(tc, role, obs))
+        logits, _ = net.apply(policy[role], common.role_input(tc, role, obs))
         action = jax.random.categorical(jax.random.fold_in(key, i), logits)
         actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
     return actions
