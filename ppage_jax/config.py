@@ -77,6 +77,14 @@ def _int_at_least(lo: int, nullable: bool = False, extra: str = "") -> Field:
     return Field(int, nullable, lambda v: v >= lo, f">= {lo}{extra}")
 
 
+def positive(kind: type = float) -> Field:
+    """A number (or integer, with ``kind=int``) that must be > 0."""
+    return Field(kind, False, lambda v: v > 0, "> 0")
+
+
+UNIT_INTERVAL = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
+
+
 def _choice(*options: str) -> Field:
     return Field(str, False, lambda v: v in options, f"one of {list(options)}")
 

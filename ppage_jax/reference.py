@@ -149,18 +149,23 @@ def _nearest(positions: np.ndarray, i: int, targets: Sequence[int]) -> int | Non
     return min(int(np.abs(positions[i] - positions[j]).sum()) for j in targets)
 
 
+def _free_prey_distance_to_predators(is_predator, captured, positions) -> np.ndarray:
+    """Per agent: an uncaptured prey's Manhattan distance to the nearest predator, else 0."""
+    n_agents = len(is_predator)
+    out = np.zeros(n_agents, dtype=np.float64)
+    predators = [j for j in range(n_agents) if is_predator[j]]
+    for i in range(n_agents):
+        if not is_predator[i] and not captured[i] and predators:
+            out[i] = float(_nearest(positions, i, predators))
+    return out
+
+
 def prey_distance_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
     """Uncaptured prey: +(Manhattan distance to the nearest predator); 0 with no predator.
 
     Predators and captured prey get 0.
     """
-    n_agents = len(ctx.is_predator)
-    raw = np.zeros(n_agents, dtype=np.float64)
-    predators = [j for j in range(n_agents) if ctx.is_predator[j]]
-    for i in range(n_agents):
-        if not ctx.is_predator[i] and not ctx.captured[i] and predators:
-            raw[i] = float(_nearest(ctx.positions, i, predators))
-    return raw
+    return _free_prey_distance_to_predators(ctx.is_predator, ctx.captured, ctx.positions)
 
 
 _PROXIMITY_DEFAULTS = {"radius": 1.0}
@@ -221,13 +226,7 @@ def potential_distance_phi(ctx: PotentialStateContext, params: Mapping[str, Any]
 def potential_prey_distance_phi(ctx: PotentialStateContext,
                                 params: Mapping[str, Any]) -> np.ndarray:
     """Uncaptured prey: phi = +(Manhattan distance to the nearest predator); others 0."""
-    n_agents = len(ctx.is_predator)
-    phi = np.zeros(n_agents, dtype=np.float64)
-    predators = [j for j in range(n_agents) if ctx.is_predator[j]]
-    for i in range(n_agents):
-        if not ctx.is_predator[i] and not ctx.captured[i] and predators:
-            phi[i] = float(_nearest(ctx.positions, i, predators))
-    return phi
+    return _free_prey_distance_to_predators(ctx.is_predator, ctx.captured, ctx.positions)
 
 
 PotentialFn = Callable[[PotentialStateContext, Mapping[str, Any]], np.ndarray]

@@ -25,7 +25,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from ppage_jax.config import Field
+from ppage_jax.config import UNIT_INTERVAL, Field, positive
 from ppage_jax.state import EnvParams
 from ppage_jax.train import common
 from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
@@ -54,32 +54,27 @@ class Hyperparams:
     reward_scale: float = 0.01        # rewards are multiplied by this before learning
 
 
-def _positive(kind=float):
-    return Field(kind, False, lambda v: v > 0, "> 0")
-
-
-_UNIT = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
 CHECKS = {
-    "learning_rate": _positive(),
-    "gamma": _UNIT,
-    "epsilon": _UNIT,
-    "epsilon_decay": _UNIT,
-    "min_epsilon": _UNIT,
+    "learning_rate": positive(),
+    "gamma": UNIT_INTERVAL,
+    "epsilon": UNIT_INTERVAL,
+    "epsilon_decay": UNIT_INTERVAL,
+    "min_epsilon": UNIT_INTERVAL,
     "double_dqn": Field(bool),
     "dueling": Field(bool),
-    "batch_size": _positive(int),
-    "buffer_size": _positive(int),
-    "min_replay_size": _positive(int),
-    "target_update_interval": _positive(int),
+    "batch_size": positive(int),
+    "buffer_size": positive(int),
+    "min_replay_size": positive(int),
+    "target_update_interval": positive(int),
     "hidden_layers": Field(list, False, lambda v: len(v) > 0 and all(
         isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in v),
         "of positive integers, at least one"),
-    "grad_clip": _positive(),
-    "num_steps": _positive(int),
-    "gradient_steps": _positive(int),
+    "grad_clip": positive(),
+    "num_steps": positive(int),
+    "gradient_steps": positive(int),
     "obs_scale": Field(float, True, lambda v: v > 0,
                        "> 0; null means 1 / env.size, or 1 for the spatial grid observation"),
-    "reward_scale": _positive(),
+    "reward_scale": positive(),
 }
 
 

@@ -25,7 +25,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from ppage_jax.config import Field
+from ppage_jax.config import UNIT_INTERVAL, Field, positive
 from ppage_jax.state import EnvParams
 from ppage_jax.train import common
 from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
@@ -53,32 +53,25 @@ class Hyperparams:
     reward_scale: float = 0.01        # rewards are multiplied by this before learning
 
 
-def _positive(kind=float):
-    return Field(kind, False, lambda v: v > 0, "> 0")
-
-
-_UNIT = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
-
-
 CHECKS = {
-    "learning_rate": _positive(),
+    "learning_rate": positive(),
     "anneal_lr": Field(bool),
-    "num_steps": _positive(int),
-    "update_epochs": _positive(int),
-    "num_minibatches": _positive(int),
-    "gamma": _UNIT,
-    "gae_lambda": _UNIT,
-    "clip_eps": _positive(),
+    "num_steps": positive(int),
+    "update_epochs": positive(int),
+    "num_minibatches": positive(int),
+    "gamma": UNIT_INTERVAL,
+    "gae_lambda": UNIT_INTERVAL,
+    "clip_eps": positive(),
     "ent_coef": Field(float, False, lambda v: v >= 0, ">= 0"),
     "vf_coef": Field(float, False, lambda v: v >= 0, ">= 0"),
-    "max_grad_norm": _positive(),
+    "max_grad_norm": positive(),
     "hidden_layers": Field(list, False, lambda v: len(v) > 0 and all(
         isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in v),
         "of positive integers, at least one"),
     "activation": Field(str, False, lambda v: v in ("tanh", "relu"), "one of ['tanh', 'relu']"),
     "obs_scale": Field(float, True, lambda v: v > 0,
                        "> 0; null means 1 / env.size, or 1 for the spatial grid observation"),
-    "reward_scale": _positive(),
+    "reward_scale": positive(),
 }
 
 

@@ -13,18 +13,11 @@ from ppage_jax.train.tabular import greedy_actions, init, policy_state, train, u
 
 
 @dataclasses.dataclass(frozen=True)
-class Hyperparams:
+class Hyperparams(tabular.TabularHyperparams):
     """``experiment.algorithm.params`` of ``mixed`` (PPAGE's experiment_mixed.yaml values)."""
 
     predator_algo: str = "cql"
     prey_algo: str = "iql"
-    alpha: float = 0.1
-    gamma: float = 0.99
-    epsilon: float = 1.0
-    epsilon_decay: float = 0.995      # per finished episode, as PPAGE
-    min_epsilon: float = 0.05
-    table_size: int = 65_536          # rows per table (observations are hashed)
-    num_steps: int = 16               # turns per grid per update (one metrics row)
 
     @property
     def kinds(self) -> dict[str, str]:

@@ -26,28 +26,42 @@ members captured, for a ``cql`` team) are masked out. Epsilon decays per finishe
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ppage_jax.config import Field
+from ppage_jax.config import Field, UNIT_INTERVAL, positive
 from ppage_jax.state import EnvParams
 from ppage_jax.train import common
 from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
 
 KINDS = ("iql", "cql")
-_UNIT = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
+
+
+@dataclasses.dataclass(frozen=True)
+class TabularHyperparams:
+    """The hyperparameters iql, cql and mixed share (PPAGE's tabular experiment values)."""
+
+    alpha: float = 0.1
+    gamma: float = 0.99
+    epsilon: float = 1.0
+    epsilon_decay: float = 0.995      # per finished episode, as PPAGE
+    min_epsilon: float = 0.05
+    table_size: int = 65_536          # rows per table (observations are hashed)
+    num_steps: int = 16               # turns per grid per update (one metrics row)
 # Checks shared by iql, cql and mixed (PPAGE's tabular keys plus table_size and num_steps).
 CHECKS = {
     "alpha": Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
-    "gamma": _UNIT,
-    "epsilon": _UNIT,
-    "epsilon_decay": _UNIT,
-    "min_epsilon": _UNIT,
+    "gamma": UNIT_INTERVAL,
+    "epsilon": UNIT_INTERVAL,
+    "epsilon_decay": UNIT_INTERVAL,
+    "min_epsilon": UNIT_INTERVAL,
     "table_size": Field(int, False, lambda v: v >= 1, ">= 1 (rows per table)"),
-    "num_steps": Field(int, False, lambda v: v > 0, "> 0"),
+    "num_steps": positive(int),
 }
 # Largest joint-action table row a cql team may have (nA ** team size).
 MAX_JOINT_ACTIONS = 4096
