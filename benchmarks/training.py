@@ -168,7 +168,7 @@ def markdown(results: dict) -> str:
 
 
 def plot(results: dict, path: Path) -> None:
-    from ppage_jax import plotting as plt
+    from ppage_jax.viz import figures as plt
 
     curve = results["both_roles"]
     if not curve:

@@ -1,37 +1,104 @@
-"""ppage_jax: a vectorized JAX simulator of the PPAGE predator-prey gridworld."""
-from ppage_jax import rewards  # noqa: F401  (registers the shipped reward terms)
+"""ppage_jax: a vectorized JAX simulator of the PPAGE predator-prey gridworld.
+
+``import ppage_jax`` loads the simulator core only (state, config, env, rewards,
+observations, wrappers, sharding, baseline policies). Everything built on it (episodes,
+pictures, training, audits, sweeps) resolves lazily on first use, so ``pj.render``,
+``pj.train`` or ``pj.run_sweep`` work without being imported up front.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
+from ppage_jax import observations, rewards  # noqa: F401  (register the shipped builders/terms)
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.env import GridWorld, make
-from ppage_jax.episodes import (
-    EpisodeStats, episode_stats_init, episode_stats_update, rescore, rollout_episodes,
-    summarize_episodes)
 from ppage_jax.observations import (
     ObservationBuilder, make_observation, observation_builders, register_observation)
+from ppage_jax.policies import combine_policies, greedy_chase, greedy_evade
 from ppage_jax.rewards import (
     Choice, PotentialContext, RewardContext, register_potential, register_reward, reward_terms)
-from ppage_jax.state import EnvParams, Layout, RewardParams, State
 from ppage_jax.sharding import make_mesh, replicate, shard_batch
+from ppage_jax.state import EnvParams, Layout, RewardParams, State
 from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
-from ppage_jax.render import render, render_episode, write_gif
-from ppage_jax.train import TrainConfig, make_train_config, train  # registers experiment checks
-from ppage_jax.policies import combine_policies, greedy_chase, greedy_evade
-from ppage_jax.audit import AuditSettings, audit_rewards, format_report
-from ppage_jax.sweep_spec import load_sweep
-from ppage_jax.sweep import run_sweep
 
 __version__ = "0.1.0"
 
+# Public names outside the core: name -> module that defines it (imported on first access).
+_LAZY: dict[str, str] = {
+    "EpisodeStats": "ppage_jax.episodes",
+    "episode_stats_init": "ppage_jax.episodes",
+    "episode_stats_update": "ppage_jax.episodes",
+    "rescore": "ppage_jax.episodes",
+    "rollout_episodes": "ppage_jax.episodes",
+    "summarize_episodes": "ppage_jax.episodes",
+    "render": "ppage_jax.viz.frames",
+    "render_episode": "ppage_jax.viz.frames",
+    "write_gif": "ppage_jax.viz.frames",
+    "TrainConfig": "ppage_jax.train",
+    "make_train_config": "ppage_jax.train",
+    "train": "ppage_jax.train",
+    "AuditSettings": "ppage_jax.analysis.audit",
+    "audit_rewards": "ppage_jax.analysis.audit",
+    "format_report": "ppage_jax.analysis.audit",
+    "load_sweep": "ppage_jax.analysis.sweep",
+    "run_sweep": "ppage_jax.analysis.sweep",
+}
+
+# Module paths of earlier releases, kept importable: old name -> where it lives now.
+_MOVED_MODULES: dict[str, str] = {
+    "ppage_jax.reference": "ppage_jax.oracle.env",
+    "ppage_jax.reference_observations": "ppage_jax.oracle.observations",
+    "ppage_jax.run_gif": "ppage_jax.viz.run_gif",
+    "ppage_jax.plotting": "ppage_jax.viz.figures",
+    "ppage_jax.stats": "ppage_jax.analysis.stats",
+    "ppage_jax.audit": "ppage_jax.analysis.audit.core",
+    "ppage_jax.sweep": "ppage_jax.analysis.sweep.run",
+    "ppage_jax.sweep_spec": "ppage_jax.analysis.sweep.spec",
+    "ppage_jax.sweep_report": "ppage_jax.analysis.sweep.report",
+    "ppage_jax.benchmark": "ppage_jax.bench.core",
+    "ppage_jax.rollout": "ppage_jax.episodes.summary",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ppage_jax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports a moved module under its old name by returning the module at its new path."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in _MOVED_MODULES:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(_MOVED_MODULES[spec.name])
+
+    def exec_module(self, module):
+        pass
+
+
+if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder())
+
 __all__ = [
-    "Choice", "Config", "ConfigError", "EnvParams", "GridWorld", "Layout",
-    "ObservationBuilder", "PotentialContext", "RewardContext", "RewardParams", "State",
-    "load_config", "make", "observation_builders", "register_observation",
-    "make_observation",
-    "register_potential", "register_reward", "reward_terms",
-    "EpisodeStats", "episode_stats_init", "episode_stats_update", "rescore",
-    "rollout_episodes", "summarize_episodes",
-    "render", "render_episode", "write_gif",
-    "TrainConfig", "make_train_config", "train",
-    "AutoResetEnv", "BatchedAutoResetEnv", "make_mesh", "replicate", "shard_batch",
-    "combine_policies", "greedy_chase", "greedy_evade",
-    "AuditSettings", "audit_rewards", "format_report", "load_sweep", "run_sweep",
+    "AutoResetEnv", "BatchedAutoResetEnv", "Choice", "Config", "ConfigError", "EnvParams",
+    "GridWorld", "Layout", "ObservationBuilder", "PotentialContext", "RewardContext",
+    "RewardParams", "State", "combine_policies", "greedy_chase", "greedy_evade",
+    "load_config", "make", "make_mesh", "make_observation", "observation_builders",
+    "register_observation", "register_potential", "register_reward", "replicate",
+    "reward_terms", "shard_batch", *_LAZY,
 ]

@@ -73,7 +73,7 @@ class Field:
         return f"must be {text}"
 
 
-def _int_at_least(lo: int, nullable: bool = False, extra: str = "") -> Field:
+def int_at_least(lo: int, nullable: bool = False, extra: str = "") -> Field:
     return Field(int, nullable, lambda v: v >= lo, f">= {lo}{extra}")
 
 
@@ -90,27 +90,27 @@ def _choice(*options: str) -> Field:
 
 
 _ROLE = {
-    "count": _int_at_least(0),
-    "speed": _int_at_least(1),
-    "stamina": _int_at_least(0, nullable=True, extra="; null means unlimited"),
+    "count": int_at_least(0),
+    "speed": int_at_least(1),
+    "stamina": int_at_least(0, nullable=True, extra="; null means unlimited"),
 }
 
 # The schema of every section. A dict is a nested mapping with fixed keys; a Field is a leaf.
 # Open mappings (observation params, reward params, shaping list) are checked by the
 # registries through the validators registered with `register_validator`.
-SCHEMA: dict[str, Any] = {
+CORE_SCHEMA: dict[str, Any] = {
     "env": {
         "name": Field(str),
-        "size": _int_at_least(2),
+        "size": int_at_least(2),
         "obstacle_percentage": Field(float, False, lambda v: 0 <= v < 100, "in [0, 100)"),
         "seed": Field(int, nullable=True),
         "render_mode": Field(str, True, lambda v: v == "rgb_array",
                              "'rgb_array' (there is no window; use ppage-jax render)"),
-        "window_size": _int_at_least(16),
+        "window_size": int_at_least(16),
         "dynamics": {"allow_cell_sharing": Field(bool), "block_agents_by_obstacles": Field(bool)},
         "termination": {
-            "capture_threshold": _int_at_least(0),
-            "max_steps": _int_at_least(1, nullable=True, extra="; null means no truncation"),
+            "capture_threshold": int_at_least(0),
+            "max_steps": int_at_least(1, nullable=True, extra="; null means no truncation"),
         },
         "map": Field(list, nullable=True, allowed="of strings, '#' obstacle and '.' free"),
         "starts": Field(list, nullable=True, allowed="of [x, y] pairs, one per agent"),
@@ -132,36 +132,62 @@ SCHEMA: dict[str, Any] = {
     },
     "actions": {"type": Field(str), "params": Field(dict, False, lambda v: not v,
                                                     "empty (no action table takes params)")},
-    # `algorithm` in PPAGE's form ({name, params}); the params and the training-specific rules
-    # are checked by the validator registered in ppage_jax/train/experiment.py.
-    "experiment": {
-        "algorithm": {"name": Field(str), "params": Field(dict)},
-        "seed": Field(int),
-        "num_seeds": _int_at_least(1),
-        "num_envs": _int_at_least(1),
-        "total_timesteps": _int_at_least(1, nullable=True, extra="; null when episodes is set"),
-        "episodes": _int_at_least(1, nullable=True, extra="; null when total_timesteps is set"),
-        "roles": {"predators": Field(str), "preys": Field(str)},
-        "eval": {
-            "episodes": _int_at_least(1),
-            "seed": Field(int),
-            "max_steps": _int_at_least(1, nullable=True,
-                                       extra="; null means env.termination.max_steps"),
-        },
-        "output_dir": Field(str),
-    },
 }
 
 # Validators that need a registry (observations, rewards, actions, training). Each takes the
 # merged config and a `fail(key, value, allowed)` callback that raises a ConfigError naming the
 # file the key came from.
-_VALIDATORS: list[Callable[[dict, Callable[..., None]], None]] = []
+Validator = Callable[[dict, Callable[..., None]], None]
+_VALIDATORS: list[Validator] = []
+
+# Sections whose schema lives outside the simulator core, imported the first time a config is
+# loaded: the module calls `register_section` on import. `experiment` belongs to training, but
+# its schema module imports no learner (loading a config never imports flax or optax).
+SECTION_PROVIDERS: dict[str, str] = {"experiment": "ppage_jax.train.schema"}
+_SECTIONS: dict[str, tuple[dict, dict]] = {}
 
 
-def register_validator(fn: Callable[[dict, Callable[..., None]], None]):
+def register_validator(fn: Validator) -> Validator:
     """Register a check over the merged config; it reports problems through ``fail``."""
     _VALIDATORS.append(fn)
     return fn
+
+
+def register_section(name: str, schema: dict, section_defaults: dict,
+                     validator: Validator | None = None) -> None:
+    """Register the schema, defaults and (optional) validator of a config section.
+
+    ``schema`` maps keys to a :class:`Field` or a nested dict, as the core sections do;
+    ``section_defaults`` is the section's default body.
+    """
+    if name not in SECTIONS:
+        raise ValueError(f"unknown config section {name!r}; sections: {list(SECTIONS)}")
+    _SECTIONS[name] = (schema, copy.deepcopy(section_defaults))
+    if validator is not None and validator not in _VALIDATORS:
+        _VALIDATORS.append(validator)
+
+
+def _load_providers() -> None:
+    import importlib
+
+    for name, module in SECTION_PROVIDERS.items():
+        if name not in _SECTIONS:
+            importlib.import_module(module)
+
+
+def full_schema() -> dict:
+    """The schema of every section: the core's plus the registered sections'."""
+    _load_providers()
+    return {**CORE_SCHEMA, **{name: schema for name, (schema, _) in _SECTIONS.items()}}
+
+
+def full_defaults() -> dict:
+    """The default merged config: the core defaults plus the registered sections'."""
+    _load_providers()
+    data = defaults()
+    for name, (_, body) in _SECTIONS.items():
+        data[name] = copy.deepcopy(body)
+    return data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +250,7 @@ def load_config(path: str | os.PathLike | None = None,
     (``"env.size"``, ``"rewards.shaping"``) to values; strings are not parsed here (the CLI
     parses ``--set`` values as YAML).
     """
-    data = defaults()
+    data = full_defaults()
     sources: dict[str, str] = {}
     if path is not None:
         for source, section, body in _read_sections(Path(path)):
@@ -234,7 +260,42 @@ def load_config(path: str | os.PathLike | None = None,
     return Config(data, sources, None if path is None else str(path))
 
 
+# The shipped configs travel inside the package (``ppage_jax/configs``, the repository's
+# ``configs/`` folder), so a name such as "default", "1v1" or "ablation/both" works from any
+# directory after a plain ``pip install``.
+PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"
+
+
+def shipped_configs() -> list[str]:
+    """Names of the configs shipped with the package (directories holding YAML files)."""
+    if not PACKAGED_CONFIGS.is_dir():
+        return []
+    return sorted(str(p.parent.relative_to(PACKAGED_CONFIGS))
+                  for p in PACKAGED_CONFIGS.rglob("env.yaml"))
+
+
+def resolve_config_path(path: str | os.PathLike) -> Path:
+    """An existing path as given, else the shipped config of that name.
+
+    ``"configs/default"`` also resolves to the shipped ``default`` when no such folder exists
+    relative to the working directory.
+    """
+    given = Path(path)
+    if given.exists():
+        return given
+    name = str(path).replace("\\", "/").strip("/")
+    for candidate in (name, name.removeprefix("configs/")):
+        packaged = PACKAGED_CONFIGS / candidate
+        if candidate and packaged.exists() and packaged.resolve().is_relative_to(
+                PACKAGED_CONFIGS.resolve()):
+            return packaged
+    raise ConfigError(str(path), "<path>", str(path),
+                      f"must be an existing config directory or YAML file, or the name of a "
+                      f"shipped config: {shipped_configs()}")
+
+
 def _read_sections(path: Path):
+    path = resolve_config_path(path)
     if path.is_dir():
         names = {f"{s}.yaml": s for s in SECTIONS} | {f"{s}.yml": s for s in SECTIONS}
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
@@ -291,7 +352,7 @@ def _merge(target: dict, body: Any, prefix: str, source: str, sources: dict) -> 
 
 
 def _schema_at(dotted: str) -> Any:
-    node: Any = SCHEMA
+    node: Any = full_schema()
     for part in dotted.split("."):
         node = node[part]
     return node
@@ -301,7 +362,7 @@ def _apply_overrides(data: dict, sources: dict, overrides: Mapping[str, Any]) ->
     for dotted, value in overrides.items():
         source = f"override {dotted}={value!r}"
         parts = dotted.split(".")
-        node: Any = SCHEMA
+        node: Any = full_schema()
         for i, part in enumerate(parts):
             if not isinstance(node, dict) or part not in node:
                 where = ".".join(parts[:i]) or "<top level>"
@@ -337,7 +398,7 @@ def _validate(data: dict, sources: Mapping[str, str]) -> None:
                 except ValueError as err:
                     fail(dotted, node[key], str(err))
 
-    walk(data, SCHEMA, "")
+    walk(data, full_schema(), "")
     _validate_layout(data, fail)
     if data["env"]["map"] is not None and "env.obstacle_percentage" in sources:
         fail("env.obstacle_percentage", data["env"]["obstacle_percentage"],

@@ -1,4 +1,6 @@
-"""Package defaults: PPAGE's shipped top-level config, with stamina unlimited."""
+"""Package defaults of the simulator's sections: PPAGE's shipped top-level config, with
+stamina unlimited. The ``experiment`` section's defaults live with its schema in
+``ppage_jax.train.schema``."""
 from __future__ import annotations
 
 import copy
@@ -35,17 +37,6 @@ _DEFAULTS: dict = {
         "normalization": {"enabled": False},
     },
     "actions": {"type": "discrete_5", "params": {}},
-    "experiment": {
-        "algorithm": {"name": "random", "params": {}},
-        "seed": 42,
-        "num_seeds": 1,
-        "num_envs": 1024,
-        "total_timesteps": 1_000_000,
-        "episodes": None,
-        "roles": {"predators": "learn", "preys": "learn"},
-        "eval": {"episodes": 1000, "seed": 1_000_000, "max_steps": None},
-        "output_dir": "runs",
-    },
 }
 
 

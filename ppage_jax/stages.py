@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ppage_jax.rewards.registry import CaptureEvents
+from ppage_jax.state import CaptureEvents
 
 
 def move(positions: jax.Array, moving: jax.Array, directions: jax.Array,

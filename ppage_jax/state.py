@@ -5,7 +5,7 @@ import dataclasses
 
 import jax
 import numpy as np
-from flax import struct
+from ppage_jax.types import pytree_dataclass
 
 # Stamina at or above this value is unlimited (config `stamina: null`); it is never spent.
 UNLIMITED_STAMINA = 2**30
@@ -40,7 +40,7 @@ class Layout:
         return np.arange(self.num_agents) < self.n_predators
 
 
-@struct.dataclass
+@pytree_dataclass
 class State:
     """One grid's state. Agents are rows, predators first; coordinates are [x, y]."""
 
@@ -55,7 +55,7 @@ class State:
     truncated: jax.Array      # bool scalar: turn >= max_steps
 
 
-@struct.dataclass
+@pytree_dataclass
 class RewardParams:
     """Traced reward numbers: one weight and one role mask per term, plus term params."""
 
@@ -65,7 +65,7 @@ class RewardParams:
     gamma: jax.Array          # float32 scalar, for potential-based terms
 
 
-@struct.dataclass
+@pytree_dataclass
 class EnvParams:
     """Every traced number of the environment. Changing any leaf never recompiles."""
 
@@ -74,3 +74,13 @@ class EnvParams:
     capture_threshold: jax.Array  # int32 scalar
     max_steps: jax.Array          # int32 scalar (NO_TRUNCATION for none)
     reward: RewardParams
+
+
+@pytree_dataclass
+class CaptureEvents:
+    """What capture did in one sub-step (all bool/int arrays over agents)."""
+
+    captured_now: jax.Array       # bool[A]: prey captured in this sub-step
+    credited: jax.Array           # bool[A]: predators on a cell where prey were captured
+    predators_on_cell: jax.Array  # int32[A]: predators sharing each agent's cell (incl. itself)
+    num_captured: jax.Array       # int32 scalar: prey captured in this sub-step

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import ppage_jax as pj
-from ppage_jax.reference import ReferenceGridWorld
+from ppage_jax.oracle.env import ReferenceGridWorld
 from ppage_jax.rewards.registry import Choice, get_term
 
 SHAPING = ("predator_distance", "survival", "prey_distance", "capture_proximity",
@@ -91,7 +91,6 @@ def with_terms(env: pj.GridWorld, params, weights: Mapping[str, float] | None = 
 
 def oracle_for(env: pj.GridWorld, params) -> ReferenceGridWorld:
     """The NumPy oracle configured exactly like ``env`` under traced ``params``."""
-    cfg = env.config
     weights = np.asarray(params.reward.weights, np.float64)
     terms = []
     for entry, weight in zip(env.composer.entries, weights):

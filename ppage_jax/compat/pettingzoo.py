@@ -30,7 +30,7 @@ from pettingzoo import ParallelEnv
 
 from ppage_jax.config import Config
 from ppage_jax.env import GridWorld, make
-from ppage_jax.render import DEFAULT_CELL_PX, render
+from ppage_jax.viz.frames import DEFAULT_CELL_PX, render
 from ppage_jax.state import EnvParams
 
 RENDER_MODES = ("rgb_array",)

@@ -6,9 +6,9 @@ from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from ppage_jax.types import pytree_dataclass, static_field
 
-from ppage_jax.state import State
+from ppage_jax.state import CaptureEvents, State
 
 ROLES = ("predator", "prey", "all")
 
@@ -24,17 +24,7 @@ class Choice:
         return self.options.index(value)
 
 
-@struct.dataclass
-class CaptureEvents:
-    """What capture did in one sub-step (all bool/int arrays over agents)."""
-
-    captured_now: jax.Array       # bool[A]: prey captured in this sub-step
-    credited: jax.Array           # bool[A]: predators on a cell where prey were captured
-    predators_on_cell: jax.Array  # int32[A]: predators sharing each agent's cell (incl. itself)
-    num_captured: jax.Array       # int32 scalar: prey captured in this sub-step
-
-
-@struct.dataclass
+@pytree_dataclass
 class RewardContext:
     """Read-only view a reward term gets for one sub-step.
 
@@ -48,7 +38,7 @@ class RewardContext:
     events: CaptureEvents
     is_predator: jax.Array
     params: Mapping[str, jax.Array]
-    grid_size: int = struct.field(pytree_node=False)
+    grid_size: int = static_field()
 
     @property
     def is_prey(self) -> jax.Array:
@@ -66,13 +56,13 @@ class RewardContext:
         return self.state.obstacle_map[y, x]
 
 
-@struct.dataclass
+@pytree_dataclass
 class PotentialContext:
     """What a potential phi(state, ctx) may read besides the state: layout and its params."""
 
     is_predator: jax.Array
     params: Mapping[str, jax.Array]
-    grid_size: int = struct.field(pytree_node=False)
+    grid_size: int = static_field()
 
     @property
     def is_prey(self) -> jax.Array:

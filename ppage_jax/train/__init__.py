@@ -33,6 +33,8 @@ result as ``train``.
 """
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 import jax
@@ -56,3 +58,14 @@ def train(key: jax.Array, config: TrainConfig | Config, params: EnvParams | None
 
 
 __all__ = ["ALGORITHMS", "ROLES", "TrainConfig", "algorithm", "make_train_config", "train"]
+
+
+class _CallablePackage(types.ModuleType):
+    """``ppage_jax.train`` is also the ``train`` function, so ``pj.train(key, config)`` works
+    even after ``import ppage_jax.train.<algorithm>`` bound the package to ``pj.train``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, dict]:
+        return train(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -29,7 +29,7 @@ from flax import struct
 from jax import lax
 
 from ppage_jax.env import GridWorld
-from ppage_jax.episodes import EpisodeStats, episode_stats_init, episode_stats_update
+from ppage_jax.episodes.stats import EpisodeStats, episode_stats_init, episode_stats_update
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams, State
 from ppage_jax.sharding import batch_sharding, make_mesh

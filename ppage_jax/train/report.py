@@ -119,7 +119,7 @@ def plot_learning_curves(run_dir: Path, tc: TrainConfig, metrics: dict,
 
 
 def _plot(run_dir: Path, tc: TrainConfig, metrics: dict, baseline: dict | None) -> None:
-    from ppage_jax import plotting as plt   # off-screen figures; no global backend switch
+    from ppage_jax.viz import figures as plt   # off-screen figures; no global backend switch
 
     active = np.asarray(metrics["active"])
     num_updates = active.shape[1]

@@ -1,0 +1,1 @@
+"""Throughput benchmarks (env-steps/s, compile time) against peers: ``ppage-jax bench``."""

@@ -1,0 +1,63 @@
+"""Write an animated GIF of one episode: random actions, or the greedy trained policy of a run
+(`--run RUN_DIR`, a directory written by `ppage-jax run`). CONFIG_DIR may be the run's own
+resolved config: `ppage-jax render RUN_DIR/config.yaml --run RUN_DIR`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import jax
+
+from ppage_jax.cli.main import add_config_arguments, load_cli_config
+from ppage_jax.env import make
+from ppage_jax.viz.frames import DEFAULT_CELL_PX, render_episode, write_gif
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser)
+    parser.add_argument("--run", metavar="RUN_DIR", default=None,
+                        help="act with the trained policy saved in this run directory "
+                             "(default: uniformly random actions)")
+    parser.add_argument("--out", default="episode.gif", help="GIF path (default episode.gif)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="episode seed (default: experiment.seed)")
+    parser.add_argument("--max-steps", type=int, default=100,
+                        help="stop after this many turns if the episode has not ended (100)")
+    parser.add_argument("--fps", type=float, default=4.0, help="frames per second (4)")
+    parser.add_argument("--cell-px", type=int, default=DEFAULT_CELL_PX,
+                        help=f"pixels per grid cell ({DEFAULT_CELL_PX})")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.max_steps < 1 or args.cell_px < 8 or args.fps <= 0:
+        print(f"ppage-jax render: --max-steps {args.max_steps}, --cell-px {args.cell_px}, "
+              f"--fps {args.fps}: need --max-steps >= 1, --cell-px >= 8 and --fps > 0",
+              file=sys.stderr)
+        return 2
+    config = load_cli_config(args)
+    env = make(config)
+    policy, source = None, "random actions"
+    if args.run is not None:
+        try:
+            policy, source = run_policy(config, env, Path(args.run))
+        except (OSError, ValueError) as err:  # missing files, checkpoints that do not fit
+            print(f"ppage-jax render: {err}\n(to render a run with the config it was trained "
+                  f"with: ppage-jax render {Path(args.run) / 'config.yaml'} --run {args.run})",
+                  file=sys.stderr)
+            return 2
+    seed = config["experiment"]["seed"] if args.seed is None else args.seed
+    frames = render_episode(env, jax.random.PRNGKey(seed), policy, max_steps=args.max_steps,
+                            cell_px=args.cell_px)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    write_gif(args.out, frames, fps=args.fps)
+    print(f"wrote {args.out}: {len(frames)} frames ({len(frames) - 1} turns, {source}, "
+          f"seed {seed})")
+    return 0
+
+
+def run_policy(config, env, run_dir: Path):
+    """The greedy policy of a trained run: (policy(key, obs, state) -> int32[A], description)."""
+    from ppage_jax.viz.run_gif import load_run_policy
+
+    return load_run_policy(config, run_dir, env=env), f"trained policy of {run_dir}"

@@ -1,0 +1,227 @@
+"""Episode statistics: per-term, per-role episode returns, length, captures and how it ended.
+
+The accumulator is a pytree updated once per env step from the step's ``info``; it is pure,
+so it runs under ``jit``, ``vmap`` (over grids, over stacked EnvParams) and ``lax.scan``::
+
+    stats = episode_stats_init(env)                        # one grid; vmap or batch_shape
+    obs, state, reward, term, trunc, info = auto_env.step(key, state, actions, params)
+    stats, finished = episode_stats_update(stats, info, term, trunc, params.reward.gamma)
+    # finished["done"] marks the grids whose episode ended on this step; the other entries
+    # of `finished` hold that episode's totals there and zeros elsewhere.
+    summary = summarize_episodes(finished_over_steps, env)  # host side: per-term, per-role
+
+Returns come in two units. ``returns``/``discounted_returns`` are what the agents were paid
+(``info["reward_terms"]``: weighted, role-masked). ``unit_returns``/``unit_discounted_returns``
+are the same per unit weight (``info["reward_terms_unit"]``), so that
+``returns == unit_returns * weights`` for every term, even one with weight 0. Because the
+reward is linear in the weights, :func:`rescore` turns unit returns into the return under any
+other weight vector without re-simulating (the dynamics never depend on the reward).
+
+Discounting: ``discounted_returns = sum_t gamma**t * r_t`` with ``t = 0`` on the first step of
+the episode. Pass the learner's gamma; for potential terms it should equal ``rewards.gamma``,
+and then the discounted potential return telescopes to
+``-phi(s_0) + gamma**T * phi(s_T) * (1 - terminated)``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from ppage_jax.types import pytree_dataclass
+
+from ppage_jax.env import GridWorld
+from ppage_jax.policies import Policy
+from ppage_jax.state import EnvParams
+from ppage_jax.wrappers import AutoResetEnv
+
+RETURN_FIELDS = ("returns", "discounted_returns", "unit_returns", "unit_discounted_returns")
+FINISHED_KEYS = ("done",) + RETURN_FIELDS + ("length", "captures", "terminated", "truncated")
+
+
+@pytree_dataclass
+class EpisodeStats:
+    """Running totals of the current episode of one grid (or a batch: leading axes).
+
+    Per-term arrays are float32[..., A, T] in ``env.reward_terms`` order, agents in
+    ``env.agent_names`` order.
+    """
+
+    returns: jax.Array                  # float32[..., A, T] undiscounted, as paid (weighted)
+    discounted_returns: jax.Array       # float32[..., A, T] sum_t gamma^t r_t, as paid
+    unit_returns: jax.Array             # float32[..., A, T] undiscounted, per unit weight
+    unit_discounted_returns: jax.Array  # float32[..., A, T] discounted, per unit weight
+    discount: jax.Array                 # float32[...]: gamma^length, the next step's factor
+    length: jax.Array                   # int32[...]: turns taken in this episode
+    captures: jax.Array                 # int32[...]: prey captured in this episode
+
+
+def episode_stats_init(env: GridWorld, batch_shape: tuple[int, ...] = ()) -> EpisodeStats:
+    """Zeroed statistics for one grid, or for ``batch_shape`` grids (e.g. ``(num_envs,)``)."""
+    terms = (*batch_shape, env.num_agents, len(env.reward_terms))
+    zeros = jnp.zeros(terms, jnp.float32)
+    return EpisodeStats(
+        returns=zeros, discounted_returns=zeros, unit_returns=zeros,
+        unit_discounted_returns=zeros, discount=jnp.ones(batch_shape, jnp.float32),
+        length=jnp.zeros(batch_shape, jnp.int32), captures=jnp.zeros(batch_shape, jnp.int32))
+
+
+def episode_stats_update(stats: EpisodeStats, info: Mapping[str, jax.Array],
+                         terminated: jax.Array, truncated: jax.Array, gamma: jax.Array | float
+                         ) -> tuple[EpisodeStats, dict[str, jax.Array]]:
+    """Add one step's ``info`` to ``stats``; report and restart the episodes that ended.
+
+    ``info`` is the step's info dict (``reward_terms``, ``reward_terms_unit``, ``captures``);
+    ``terminated``/``truncated`` the step's flags; ``gamma`` a (traced) scalar. Works on one
+    grid or a batch with matching leading axes (and under ``vmap``).
+
+    Returns ``(new_stats, finished)``. ``finished`` holds ``done`` (bool[...]: an episode
+    ended on this step), ``returns``, ``discounted_returns``, ``unit_returns``,
+    ``unit_discounted_returns`` (float32[..., A, T]), ``length``, ``captures`` (int32[...]),
+    ``terminated`` and ``truncated`` (bool[...]): the ended episode's values where ``done``,
+    zeros (False) elsewhere, so summing ``finished`` over steps sums over finished episodes.
+    Where ``done``, ``new_stats`` restarts from zero (as after an auto-reset).
+    """
+    if "reward_terms_unit" not in info:
+        raise KeyError("episode_stats_update needs info['reward_terms_unit'] (per-unit-weight "
+                       "terms, from GridWorld.step); keep it when a wrapper rebuilds info")
+    weighted = jnp.asarray(info["reward_terms"], jnp.float32)
+    unit = jnp.asarray(info["reward_terms_unit"], jnp.float32)
+    factor = stats.discount[..., None, None]
+    running = stats.replace(
+        returns=stats.returns + weighted,
+        discounted_returns=stats.discounted_returns + factor * weighted,
+        unit_returns=stats.unit_returns + unit,
+        unit_discounted_returns=stats.unit_discounted_returns + factor * unit,
+        discount=stats.discount * jnp.asarray(gamma, jnp.float32),
+        length=stats.length + 1,
+        captures=stats.captures + jnp.asarray(info["captures"], jnp.int32),
+    )
+    terminated = jnp.asarray(terminated, bool)
+    truncated = jnp.asarray(truncated, bool)
+    done = terminated | truncated
+    per_term = done[..., None, None]
+    finished = {"done": done}
+    for field in RETURN_FIELDS:
+        finished[field] = jnp.where(per_term, getattr(running, field), 0.0)
+    finished["length"] = jnp.where(done, running.length, 0)
+    finished["captures"] = jnp.where(done, running.captures, 0)
+    finished["terminated"] = terminated & done
+    finished["truncated"] = truncated & done
+    fresh = EpisodeStats(
+        returns=jnp.zeros_like(running.returns),
+        discounted_returns=jnp.zeros_like(running.returns),
+        unit_returns=jnp.zeros_like(running.returns),
+        unit_discounted_returns=jnp.zeros_like(running.returns),
+        discount=jnp.ones_like(running.discount),
+        length=jnp.zeros_like(running.length),
+        captures=jnp.zeros_like(running.captures))
+    new_stats = jax.tree.map(
+        lambda f, r: jnp.where(done.reshape(done.shape + (1,) * (r.ndim - done.ndim)), f, r),
+        fresh, running)
+    return new_stats, finished
+
+
+def rescore(term_returns: jax.Array, weights: jax.Array,
+            old_weights: jax.Array | None = None) -> jax.Array:
+    """Per-agent return under ``weights``, from recorded per-term returns: float32[..., A].
+
+    ``term_returns`` float[..., A, T] are per unit weight (``finished["unit_returns"]`` or
+    ``unit_discounted_returns``): the result is ``sum_t weights[t] * term_returns[..., t]``.
+    ``weights`` is float[T] or float[..., T]; its leading axes broadcast against those of
+    ``term_returns`` before the agent axis (score W weight vectors on E episodes with
+    ``weights[:, None, :]`` of shape [W, 1, T] -> result [W, E, A]).
+
+    With ``old_weights`` given, ``term_returns`` are taken as paid with those weights
+    (``finished["returns"]``) and divided by them first. A term paid with weight 0 left no
+    trace: its contribution is 0 if its new weight is 0 too, and NaN otherwise (use unit
+    returns instead). Pure jnp: works under ``jit`` and ``vmap``.
+    """
+    term_returns = jnp.asarray(term_returns, jnp.float32)
+    new = jnp.asarray(weights, jnp.float32)[..., None, :]
+    if old_weights is None:
+        return (term_returns * new).sum(-1)
+    old = jnp.asarray(old_weights, jnp.float32)[..., None, :]
+    lost = old == 0
+    unit = term_returns / jnp.where(lost, 1.0, old)
+    contribution = jnp.where(lost, jnp.where(new == 0, 0.0, jnp.nan), unit * new)
+    return contribution.sum(-1)
+
+
+def summarize_episodes(finished: Mapping[str, Any], env: GridWorld) -> dict[str, float]:
+    """Host-side means over the finished episodes in ``finished`` (any leading axes).
+
+    ``finished`` is one or many stacked outputs of :func:`episode_stats_update` (e.g. the
+    ``[num_steps, num_envs]`` output of a scan); only entries with ``done`` count. ``env``
+    supplies ``reward_terms``, ``is_predator`` (anything with those attributes works).
+
+    Returns a flat dict of floats: ``episodes`` (count), ``length``, ``captures`` (means),
+    ``terminated``, ``truncated`` (fractions of episodes with that flag; both may be set),
+    and for each role in ``predator``/``prey`` (when the role has agents), each term and
+    ``total``: ``return/<role>/<term>`` and ``discounted_return/<role>/<term>``, the mean
+    over episodes of the mean over that role's agents (multiply by the role's agent count
+    for the team sum). With no finished episode, every mean is NaN.
+    """
+    is_predator = np.asarray(env.is_predator, bool)
+    names = tuple(env.reward_terms)
+    n_agents, n_terms = len(is_predator), len(names)
+    done = np.asarray(finished["done"], bool).reshape(-1)
+    count = int(done.sum())
+
+    def pick(key: str, tail: tuple[int, ...] = ()) -> np.ndarray:
+        return np.asarray(finished[key], np.float64).reshape((-1, *tail))[done]
+
+    def mean(values: np.ndarray) -> float:
+        return float(values.mean(axis=0)) if count else float("nan")
+
+    summary: dict[str, float] = {
+        "episodes": count,
+        "length": mean(pick("length")),
+        "captures": mean(pick("captures")),
+        "terminated": mean(pick("terminated")),
+        "truncated": mean(pick("truncated")),
+    }
+    for kind, key in (("return", "returns"), ("discounted_return", "discounted_returns")):
+        values = pick(key, (n_agents, n_terms))
+        for role, rows in (("predator", is_predator), ("prey", ~is_predator)):
+            if not rows.any():
+                continue
+            per_term = (values[:, rows, :].mean(axis=1).mean(axis=0) if count
+                        else np.full(n_terms, np.nan))
+            for name, value in zip(names, per_term):
+                summary[f"{kind}/{role}/{name}"] = float(value)
+            summary[f"{kind}/{role}/total"] = float(per_term.sum())
+    return summary
+
+
+
+def rollout_episodes(env: GridWorld, policy: Policy, key: jax.Array, params: EnvParams,
+                     num_envs: int, num_steps: int) -> dict[str, jax.Array]:
+    """Run ``num_envs`` auto-resetting grids for ``num_steps`` turns; return every step's
+    ``finished`` dict stacked to ``[num_steps, num_envs, ...]`` (discounted with
+    ``params.reward.gamma``). Pure: jit it with the ints static, or vmap it over ``params``.
+
+    ``policy(key, obs float32[A, F], state) -> int32[A]`` acts for one grid. Episodes still
+    running at the end are not reported.
+    """
+    auto = AutoResetEnv(env)
+    k_reset, k_steps = jax.random.split(key)
+    obs, state = jax.vmap(auto.reset, in_axes=(0, None))(
+        jax.random.split(k_reset, num_envs), params)
+    stats = episode_stats_init(env, (num_envs,))
+
+    def one_step(carry, step_key):
+        obs, state, stats = carry
+        k_act, k_env = jax.random.split(step_key)
+        actions = jax.vmap(policy)(jax.random.split(k_act, num_envs), obs, state)
+        obs, state, _, terminated, truncated, info = jax.vmap(
+            auto.step, in_axes=(0, 0, 0, None))(
+            jax.random.split(k_env, num_envs), state, actions, params)
+        stats, finished = episode_stats_update(stats, info, terminated, truncated,
+                                               params.reward.gamma)
+        return (obs, state, stats), finished
+
+    _, finished = jax.lax.scan(one_step, (obs, state, stats),
+                               jax.random.split(k_steps, num_steps))
+    return finished

@@ -1,0 +1,167 @@
+"""The observation-builder registry: ``register_observation``, ``make_observation`` and the
+validator of ``observations.yaml``.
+
+A builder is registered as ``factory(layout, **params) -> ObservationBuilder``; its keyword
+arguments are the YAML ``observations.params`` and their defaults are the defaults. The
+built ``build(state, params)`` is pure array code (jit/vmap safe) returning the same number
+of features for every agent.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import numpy as np
+
+from ppage_jax.config import Field, register_validator
+from ppage_jax.state import EnvParams, Layout, State
+
+ROLES = ("predator", "prey")
+DISTANCE_TYPES = ("euclidean", "manhattan")
+
+RADIUS = Field(int, False, lambda v: v >= 0, ">= 0 (Manhattan view radius, in cells)")
+FLAG = Field(bool)
+DISTANCE = Field(str, False, lambda v: v in DISTANCE_TYPES, f"one of {list(DISTANCE_TYPES)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ObservationBuilder:
+    """A built observation function with its static size (and spatial shape, if any).
+
+    ``build(state, params)`` returns float32[A, size]; ``params`` is the traced EnvParams.
+    ``shape`` is the unflattened per-agent shape (e.g. ``(H, W, C)``) for spatial builders.
+    """
+
+    name: str
+    size: int
+    build: Callable[[State, EnvParams], jax.Array]
+    shape: tuple[int, ...] | None = None
+
+    def __call__(self, state: State, params: EnvParams) -> jax.Array:
+        return self.build(state, params)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    factory: Callable[..., ObservationBuilder]
+    checks: Mapping[str, Field]
+    per_role: tuple[str, ...]
+
+
+_BUILDERS: dict[str, _Entry] = {}
+
+
+def register_observation(name: str, *, checks: Mapping[str, Field] | None = None,
+                         per_role: Sequence[str] = ()):
+    """Register ``factory(layout: Layout, **params) -> ObservationBuilder`` as ``name``.
+
+    The factory's keyword arguments are the builder's YAML params (``observations.params``);
+    their defaults are the defaults, and any other key is rejected. ``checks`` maps a param
+    to the :class:`~ppage_jax.config.Field` its values must satisfy. ``per_role`` names the
+    params that ``observations.per_agent`` may set per role; the factory then receives them
+    as one value per agent (row order) and must pad to the largest shape.
+    """
+    def decorator(factory: Callable[..., ObservationBuilder]):
+        if not callable(factory):
+            raise TypeError(f"observation builder {name!r} must be callable")
+        if name in _BUILDERS:
+            raise ValueError(f"observation builder {name!r} is already registered")
+        _BUILDERS[name] = _Entry(factory, dict(checks or {}), tuple(per_role))
+        return factory
+
+    return decorator
+
+
+def observation_builders() -> tuple[str, ...]:
+    """Names of every registered observation builder."""
+    return tuple(sorted(_BUILDERS))
+
+
+def builder_params(name: str) -> dict[str, Any]:
+    """The YAML params a builder takes, with their defaults."""
+    factory = _get(name).factory
+    return {p.name: p.default for p in list(inspect.signature(factory).parameters.values())[1:]}
+
+
+def _get(name: str) -> _Entry:
+    try:
+        return _BUILDERS[name]
+    except KeyError:
+        raise KeyError(f"unknown observation builder {name!r}; known: "
+                       f"{list(observation_builders())}") from None
+
+
+def _param_problems(name: str, params: Mapping[str, Any]):
+    """Yield (key, value, allowed) for each param the builder does not accept."""
+    entry, allowed = _get(name), builder_params(name)
+    for key, value in params.items():
+        if key not in allowed:
+            yield key, value, f"unknown param of {name!r}; its params: {sorted(allowed)}"
+        elif key in entry.checks:
+            try:
+                entry.checks[key].validate(value)
+            except ValueError as err:
+                yield key, value, str(err)
+
+
+def _per_agent_problems(name: str, per_agent: Any):
+    """Yield (dotted key under per_agent, value, allowed) for each bad per-role entry."""
+    entry = _get(name)
+    if not entry.per_role:
+        yield "", per_agent, (f"{name!r} takes no per-role params; use null (builders that "
+                              f"do: {[n for n in observation_builders() if _BUILDERS[n].per_role]})")
+        return
+    for role, body in per_agent.items():
+        if role not in ROLES:
+            yield f".{role}", body, f"unknown role; allowed roles: {list(ROLES)}"
+        elif not isinstance(body, dict):
+            yield f".{role}", body, f"must be a mapping of per-role params {list(entry.per_role)}"
+        else:
+            for key, value in body.items():
+                if key not in entry.per_role:
+                    yield (f".{role}.{key}", value,
+                           f"not a per-role param of {name!r}; allowed: {list(entry.per_role)}")
+                else:
+                    try:
+                        entry.checks[key].validate(value)
+                    except ValueError as err:
+                        yield f".{role}.{key}", value, str(err)
+
+
+def make_observation(name: str, layout: Layout, params: Mapping[str, Any] | None = None,
+                     per_agent: Mapping[str, Mapping[str, Any]] | None = None
+                     ) -> ObservationBuilder:
+    """Build the registered observation ``name`` for a layout.
+
+    ``per_agent`` (``{role: {param: value}}``, roles ``predator``/``prey``) overrides
+    per-role params; they reach the factory as one value per agent. Raises ``KeyError`` for
+    an unknown builder and ``ValueError`` for a bad param.
+    """
+    entry, params = _get(name), dict(params or {})
+    for key, value, allowed in _param_problems(name, params):
+        raise ValueError(f"observation {name!r}: params.{key} = {value!r}: {allowed}")
+    if per_agent:
+        for key, value, allowed in _per_agent_problems(name, per_agent):
+            raise ValueError(f"observation {name!r}: per_agent{key} = {value!r}: {allowed}")
+        defaults = builder_params(name)
+        roles = np.where(layout.is_predator, "predator", "prey")
+        for key in entry.per_role:
+            base = params.get(key, defaults[key])
+            params[key] = tuple(per_agent.get(role, {}).get(key, base) for role in roles)
+    return entry.factory(layout, **params)
+
+
+@register_validator
+def validate_observations(data: dict, fail: Callable[..., None]) -> None:
+    """observations.type must be registered; params and per_agent must be its params."""
+    obs = data["observations"]
+    if obs["type"] not in _BUILDERS:
+        fail("observations.type", obs["type"],
+             f"unknown observation builder; known: {list(observation_builders())}")
+    for key, value, allowed in _param_problems(obs["type"], obs["params"]):
+        fail(f"observations.params.{key}", value, allowed)
+    if obs["per_agent"] is not None:
+        for key, value, allowed in _per_agent_problems(obs["type"], obs["per_agent"]):
+            fail(f"observations.per_agent{key}", value, allowed)

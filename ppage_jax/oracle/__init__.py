@@ -1,0 +1,8 @@
+"""The NumPy reference environment and observations, written independently of the JAX code.
+
+The tests compare the JAX simulator against this oracle step by step; it never imports JAX.
+"""
+from ppage_jax.oracle.env import ReferenceGridWorld, RefState
+from ppage_jax.oracle.observations import reference_global_state, reference_observation
+
+__all__ = ["RefState", "ReferenceGridWorld", "reference_global_state", "reference_observation"]

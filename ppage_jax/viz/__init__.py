@@ -1,0 +1,1 @@
+"""Pictures: frames of a state (pure JAX), episode GIFs and saved figures."""

@@ -1,0 +1,161 @@
+"""The reward audit: baseline rollouts, per-term decomposition, and its flags."""
+from __future__ import annotations
+
+import json
+
+import jax.numpy as jnp
+import pytest
+
+import ppage_jax as pj
+from ppage_jax.analysis.audit import core as A
+from ppage_jax.cli.main import main as cli_main
+from ppage_jax.config import SECTIONS
+from ppage_jax.state import NO_TRUNCATION
+
+EPISODES = 16
+
+
+def kinds(report, kind):
+    return [f for f in report["flags"] if f["kind"] == kind]
+
+
+def policy(report, name):
+    return next(p for p in report["policies"] if p["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def default_report(default_env):
+    return A.audit_rewards(default_env, settings=A.AuditSettings(episodes=EPISODES))
+
+
+def test_noop_pairs_match_hand_computed_returns(default_report):
+    # Nobody moves, so nobody is captured: 500 turns, truncated. Each turn runs 3 sub-steps
+    # (prey speed 3): predators pay 3 * 5 per turn, each prey earns 3 * 1 survival.
+    annuity = (1 - 0.99 ** 500) / (1 - 0.99)
+    p = policy(default_report, "noop/noop")
+    assert p["mean_length"] == 500 and p["capture_rate"] == 0.0
+    assert p["ended"] == {"terminated": 0, "truncated": EPISODES}
+    assert p["returns"]["predator"]["base"] == pytest.approx(-15 * annuity, rel=1e-5)
+    assert p["returns"]["predator"]["base.step_cost"] == pytest.approx(-15 * annuity, rel=1e-5)
+    assert p["returns"]["prey"]["survival"] == pytest.approx(3 * annuity, rel=1e-5)
+    assert p["returns"]["prey"]["total"] == pytest.approx(3 * annuity, rel=1e-5)
+    assert p["shaping_share"]["prey"] == 1.0
+
+
+def test_components_add_up_to_the_base_term(default_report):
+    for p in default_report["policies"]:
+        for role, returns in p["returns"].items():
+            parts = sum(v for k, v in returns.items() if k.startswith("base."))
+            assert parts == pytest.approx(returns["base"], rel=1e-4, abs=1e-3), (p["name"], role)
+
+
+def test_greedy_chase_captures_more_often_and_sooner_than_random(default_report):
+    chase, rand = policy(default_report, "chase/evade"), policy(default_report, "random/evade")
+    assert chase["capture_rate"] > rand["capture_rate"]
+    for prey in ("noop", "random", "evade"):
+        assert (policy(default_report, f"chase/{prey}")["mean_steps_to_capture"]
+                < policy(default_report, f"random/{prey}")["mean_steps_to_capture"])
+
+
+def test_obstacle_penalty_is_dead_with_blocking_on(default_report):
+    dead = kinds(default_report, "dead_term")
+    assert [(f["term"], f.get("component")) for f in dead] == [("base", "obstacle_penalty")]
+    assert "block_agents_by_obstacles" in dead[0]["message"]
+    rates = default_report["fire_rates"]
+    assert rates["base.obstacle_penalty"] == {"predator": 0.0, "prey": 0.0}
+    assert rates["base.capture_reward"]["predator"] > 0
+    assert rates["base.step_cost"]["predator"] == 1.0
+
+
+def test_default_config_flags(default_report):
+    assert {f["term"] for f in kinds(default_report, "not_potential")} == {
+        "predator_distance", "survival"}
+    assert [f["role"] for f in kinds(default_report, "shaping_share")] == ["prey"]
+    assert not kinds(default_report, "ordering")
+    assert not kinds(default_report, "early_termination")
+    assert not kinds(default_report, "stalling")
+    term = default_report["termination"]
+    assert term["prey"]["ending_payoff"] == pytest.approx(-100.0)
+    assert term["predator"]["ending_payoff"] == pytest.approx(100.0)
+    json.dumps(default_report)                                   # JSON-ready
+
+
+def test_ordering_violation_and_stalling_on_a_config_that_pays_for_distance(default_env):
+    # Weight -1 on predator_distance pays predators for staying far from the prey: policies
+    # that capture less are paid more. Only reward numbers differ from the default config, so
+    # the compiled rollout is reused.
+    env = pj.make("configs/default", {"rewards.shaping": [
+        {"name": "predator_distance", "weight": -1.0}, {"name": "survival", "weight": 1.0}]})
+    report = A.audit_rewards(env, settings=A.AuditSettings(episodes=EPISODES))
+    ordering = kinds(report, "ordering")
+    assert ordering and all(f["role"] == "predator" for f in ordering)
+    assert ("random/evade", "chase/evade") in {(f["better_paid"], f["better_task"])
+                                               for f in ordering}
+    assert kinds(report, "stalling")
+    static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    assert static == default_env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    programs = [p for key, p in A._ROLLOUTS.items() if key[0] == static]
+    assert len(programs) == 1 and programs[0]._cache_size() == 1
+
+
+def test_a_term_that_dominates_is_flagged(default_env):
+    params = default_env.with_weights(default_env.default_params, predator_distance=50.0)
+    report = A.audit_rewards(default_env, params, A.AuditSettings(
+        episodes=EPISODES, policies=(("noop", "noop"), ("chase", "noop"), ("random", "evade"))))
+    dominant = kinds(report, "dominant_term")
+    assert [(f["term"], f["role"]) for f in dominant] == [("predator_distance", "predator")]
+    assert not kinds(report, "early_termination")
+
+
+def test_early_termination_when_prey_pay_to_live(default_env):
+    params = default_env.with_weights(default_env.default_params, survival=-5.0)
+    report = A.audit_rewards(default_env, params,
+                     A.AuditSettings(episodes=EPISODES, policies=(("random", "random"),)))
+    flag = kinds(report, "early_termination")
+    assert flag and flag[0]["role"] == "prey"
+    assert report["termination"]["prey"]["worst_continuation"] < -100
+
+
+def test_clean_reward_has_no_flags(default_env):
+    params = default_env.with_weights(default_env.default_params, predator_distance=0.0,
+                                      survival=0.0)
+    params = default_env.with_term_params(params, "base", obstacle_penalty=0.0)
+    report = A.audit_rewards(default_env, params, A.AuditSettings(episodes=EPISODES))
+    assert report["flags"] == []
+
+
+def test_obstacle_penalty_fires_with_blocking_off_and_potentials_are_not_flagged():
+    env = pj.make("configs/default", {
+        "env.dynamics.block_agents_by_obstacles": False,
+        "rewards.shaping": [{"name": "potential_distance", "weight": 0.5},
+                            {"name": "survival", "weight": 1.0}]})
+    report = A.audit_rewards(env, settings=A.AuditSettings(
+        episodes=EPISODES, policies=(("random", "random"), ("chase", "evade"))))
+    assert not kinds(report, "dead_term")
+    assert report["fire_rates"]["base.obstacle_penalty"]["prey"] > 0
+    assert policy(report, "random/random")["returns"]["prey"]["base.obstacle_penalty"] < 0
+    assert {f["term"] for f in kinds(report, "not_potential")} == {"survival"}
+
+
+def test_cli_strict_exits_nonzero_and_prints_json(capsys, tmp_path):
+    out = tmp_path / "audit.json"
+    code = cli_main(["audit", "configs/default", "--episodes", str(EPISODES), "--policies",
+                     "chase/evade", "--format", "json", "--json", str(out), "--strict"])
+    assert code == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text())
+    assert [p["name"] for p in printed["policies"]] == ["chase/evade"]
+    code = cli_main(["audit", "configs/default", "--episodes", str(EPISODES), "--policies",
+                     "chase/evade"])
+    assert code == 0
+    assert "flags (" in capsys.readouterr().out
+
+
+def test_bad_audit_inputs(default_env):
+    with pytest.raises(ValueError, match="PREDATOR/PREY"):
+        A.parse_policy_pairs("chase-evade")
+    with pytest.raises(ValueError, match="unknown policy pair"):
+        A.AuditSettings(policies=(("evade", "chase"),))
+    unbounded = default_env.default_params.replace(max_steps=jnp.int32(NO_TRUNCATION))
+    with pytest.raises(ValueError, match="max_steps"):
+        A.audit_rewards(default_env, unbounded)

@@ -1,0 +1,198 @@
+"""Sweeps: one compiled program for every arm and seed, paired seeds, strict sweep files."""
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from ppage_jax.cli.main import main as cli_main
+from ppage_jax.config import ConfigError
+from ppage_jax.analysis.sweep.run import run_sweep, trainer_functions
+from ppage_jax.analysis.sweep.spec import load_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = {
+    "env.size": 5, "env.termination.max_steps": 12, "agents.predators.count": 1,
+    "agents.preys.count": 1, "agents.preys.speed": 1, "experiment.num_envs": 4,
+    "experiment.total_timesteps": 64,
+    "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
+}
+ARMS = {"base_only": {"disable": ["predator_distance", "survival"]}, "both": {}}
+
+
+def write_sweep(path: Path, **body) -> Path:
+    body.setdefault("config", str(REPO / "configs/ablation/both"))
+    body.setdefault("set", TINY)
+    path.write_text(yaml.safe_dump({"sweep": body}))
+    return path
+
+
+def read_results(path: Path) -> dict:
+    with open(path / "results.csv", newline="") as fh:
+        return {(r["arm"], int(r["seed"]), r["metric"]): float(r["value"])
+                for r in csv.DictReader(fh)}
+
+
+@pytest.fixture(scope="module")
+def two_by_two(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    spec = load_sweep(write_sweep(tmp / "s.yaml", arms=ARMS, seeds=2, chunk_size=2,
+                                  eval={"episodes": 6}, output_dir=str(tmp / "out")))
+    env = spec.make_env()
+    train_fn, eval_fn, steps = trainer_functions(spec, env)
+    traces = []
+
+    def counted_train(key, params):
+        traces.append(1)
+        return train_fn(key, params)
+
+    summary = run_sweep(spec, counted_train, eval_fn, steps, progress=False)
+    return tmp, summary, traces
+
+
+def test_all_arms_and_seeds_run_as_one_compiled_program(two_by_two):
+    tmp, summary, traces = two_by_two
+    assert len(traces) == 1                      # traced once for 4 runs in 2 chunks
+    assert summary["chunks"] == 2 and summary["chunk_size"] == 2
+    assert [r for r in summary["runs"]] == [("base_only", 0), ("base_only", 1),
+                                            ("both", 0), ("both", 1)]
+
+
+def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
+    _, summary, _ = two_by_two
+    res = summary["results"]
+    for seed in (0, 1):
+        # the random trainer's trajectories do not depend on the reward: same keys, same play
+        assert res["base_only", seed]["capture_rate"] == res["both", seed]["capture_rate"]
+        assert res["base_only", seed]["episode_length"] == res["both", seed]["episode_length"]
+        assert res["base_only", seed]["return/predator/predator_distance"] == 0.0
+        assert res["both", seed]["return/predator/predator_distance"] < 0.0
+        assert res["base_only", seed]["return/prey/survival"] == 0.0
+        assert res["both", seed]["return/prey/survival"] > 0.0
+    # training: seed i of every arm starts from the same key, and the seeds differ
+    curve = {run: {(u, m): v for u, _, m, v in rows} for run, rows in summary["curves"].items()}
+    lengths = {run: [v for (u, m), v in c.items() if m == "episode_length"]
+               for run, c in curve.items()}
+    assert lengths["base_only", 0] == lengths["both", 0]
+    assert lengths["base_only", 1] == lengths["both", 1]
+    assert lengths["both", 0] != lengths["both", 1]
+
+
+def test_sweep_matches_separately_run_arms(two_by_two, tmp_path):
+    tmp, summary, _ = two_by_two
+    alone = tmp_path / "both_alone"
+    code = cli_main(["sweep", str(write_sweep(
+        tmp_path / "alone.yaml", arms={"both": {}}, seeds=2, eval={"episodes": 6})),
+        "--output", str(alone), "--no-progress"])
+    assert code == 0
+    separate = read_results(alone)
+    together = read_results(Path(summary["output_dir"]))
+    shared = {k: v for k, v in together.items() if k[0] == "both"}
+    assert set(shared) == set(separate)
+    for key, value in shared.items():
+        np.testing.assert_allclose(separate[key], value, rtol=1e-5, atol=1e-5, err_msg=str(key))
+
+
+def test_outputs_are_tidy_and_reported(two_by_two):
+    tmp, summary, _ = two_by_two
+    out = Path(summary["output_dir"])
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert set(rows[0]) == {"arm", "seed", "metric", "value"}
+    metrics = {r["metric"] for r in rows}
+    assert {"capture_rate", "episode_length", "steps_to_capture", "base_return/predator",
+            "base_return/prey", "return/predator/base", "return/prey/survival"} <= metrics
+    assert len(rows) == 4 * len(metrics)
+    with open(out / "curves.csv", newline="") as fh:
+        curve = list(csv.DictReader(fh))
+    assert {r["env_steps"] for r in curve} == {"32", "64"}   # 2 updates of 4 grids x 8 turns
+    report = (out / "report.md").read_text()
+    assert "IQM" in report and "P(improvement)" in report and "| both |" in report
+    assert (out / "headline.png").stat().st_size > 0 and (out / "curves.png").exists()
+
+
+def test_default_sweep_is_ppages_four_conditions():
+    spec = load_sweep(None)
+    assert [a.name for a in spec.arms] == ["base_only", "predator_distance", "survival", "both"]
+    assert spec.terms == ("base", "predator_distance", "survival")
+    assert spec.baseline == "base_only"
+    weights = spec.describe()["arms"]
+    assert [list(weights[a]["weights"].values()) for a in weights] == [
+        [1.0, 0.0, 0.0], [1.0, 0.5, 0.0], [1.0, 0.0, 1.0], [1.0, 0.5, 1.0]]
+    env = spec.make_env()
+    params = spec.arm_params(env)
+    np.testing.assert_array_equal(np.asarray(params[2].reward.weights), [1.0, 0.0, 1.0])
+    train, evaluation = spec.describe()["train_seeds"], spec.describe()["eval_seeds"]
+    assert train[1] < evaluation[0]
+
+
+def test_arm_edits_add_terms_and_params(tmp_path):
+    spec = load_sweep(write_sweep(tmp_path / "s.yaml", arms={
+        "potential": {"weights": {"predator_distance": 0, "potential_distance": 0.5}},
+        "split": {"params": {"base": {"credit": "split"}}, "applies_to": {"survival": "all"}},
+    }))
+    assert spec.terms == ("base", "predator_distance", "survival", "potential_distance")
+    env = spec.make_env()
+    potential, split = spec.arm_params(env)
+    np.testing.assert_array_equal(np.asarray(potential.reward.weights), [1, 0, 1, 0.5])
+    np.testing.assert_array_equal(np.asarray(split.reward.weights), [1, 0.5, 1, 0])
+    assert int(split.reward.term_params["base"]["credit"]) == 1
+    assert np.asarray(split.reward.role_masks)[2].tolist() == [1.0, 1.0]      # 1v1: both rows
+
+
+@pytest.mark.parametrize("body, key, words", [
+    ({"arms": {"a": {"weights": {"no_such_term": 1.0}}}}, "sweep.arms.a.weights.no_such_term",
+     "unknown reward term"),
+    ({"arms": {}}, "sweep.arms", "non-empty"),
+    ({"arms": {"a": {"disable": ["potential_distance"]}}}, "sweep.arms.a.disable",
+     "not a term of this arm"),
+    ({"arms": {"a": {"params": {"base": {"bonus": 1}}}}}, "sweep.arms.a.params.base.bonus",
+     "unknown param"),
+    ({"arms": {"a": {"weigths": {}}}}, "sweep.arms.a.weigths", "unknown key"),
+    ({"arms": {"a": {}}, "baseline": "b"}, "sweep.baseline", "must name an arm"),
+    ({"seeds": 0}, "sweep.seeds", ">= 1"),
+    ({"seeds": 4, "train_seed": 10, "eval": {"seed": 12}}, "sweep.eval.seed", "overlap"),
+    ({"arms_": {}}, "sweep.arms_", "unknown key"),
+    ({"eval": {"policy": "sampled"}}, "sweep.eval.policy", "no stochastic policy"),
+    ({"eval": {"policy": "best"}}, "sweep.eval.policy", "must be one of"),
+])
+def test_bad_sweep_files_name_the_key(tmp_path, body, key, words):
+    path = write_sweep(tmp_path / "bad.yaml", **body)
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path)
+    assert err.value.source == str(path) and err.value.key == key
+    assert words in str(err.value)
+
+
+def test_mismatched_structure_is_rejected(tmp_path):
+    other = tmp_path / "bigger"
+    shutil.copytree(REPO / "configs/ablation/survival", other)
+    env = yaml.safe_load((other / "env.yaml").read_text())
+    env["env"]["size"] = 12
+    (other / "env.yaml").write_text(yaml.safe_dump(env))
+    path = write_sweep(tmp_path / "s.yaml", set={}, arms={
+        "base_only": {"config": str(REPO / "configs/ablation/base_only")},
+        "bigger": {"config": str(other)}})
+    with pytest.raises(ConfigError, match=r"mismatched structure: env\.size is 12 here but 10"):
+        load_sweep(path)
+
+
+@pytest.mark.slow
+def test_learning_sweep_matches_separately_run_arms(tmp_path):
+    # The same check with a learner (IPPO), whose trained policy depends on the weights.
+    tiny = dict(TINY, **{"experiment.algorithm": {"name": "ippo", "params": {"num_steps": 8}},
+                         "experiment.total_timesteps": 128})
+    together = load_sweep(write_sweep(tmp_path / "s.yaml", set=tiny, arms=ARMS, seeds=2,
+                                      eval={"episodes": 6}, output_dir=str(tmp_path / "a")))
+    alone = load_sweep(write_sweep(tmp_path / "t.yaml", set=tiny, arms={"both": {}}, seeds=2,
+                                   eval={"episodes": 6}, output_dir=str(tmp_path / "b")))
+    a = run_sweep(together, progress=False, report=False)["results"]
+    b = run_sweep(alone, progress=False, report=False)["results"]
+    for seed in (0, 1):
+        for metric, value in b["both", seed].items():
+            np.testing.assert_allclose(a["both", seed][metric], value, rtol=1e-4, atol=1e-4,
+                                       err_msg=metric)

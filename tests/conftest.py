@@ -1,0 +1,32 @@
+"""Shared test setup. The shared helper modules (``reward_testing``, ``train_testing``) sit
+beside this file, which puts this folder on ``sys.path``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import ppage_jax as pj
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_from_the_repository_root():
+    """Tests name shipped configs by relative path (``configs/default``), as users do."""
+    previous = os.getcwd()
+    os.chdir(REPO_ROOT)
+    yield
+    os.chdir(previous)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def default_env() -> pj.GridWorld:
+    """The shipped default config: 3 predators vs 3 speed-3 prey, 10x10, 20 obstacles."""
+    return pj.make("configs/default")

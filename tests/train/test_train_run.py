@@ -1,0 +1,180 @@
+"""`ppage-jax run` / `ppage-jax evaluate` end to end on a tiny config, and experiment.yaml
+validation."""
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+import ppage_jax as pj
+from ppage_jax.cli.main import main
+from ppage_jax.config import ConfigError
+from ppage_jax.train import make_train_config
+from ppage_jax.train.checkpoint import load_checkpoint
+from ppage_jax.train.report import ARTIFACTS
+
+TINY = {
+    "env": {"size": 5, "obstacle_percentage": 0.0,
+            "termination": {"capture_threshold": 1, "max_steps": 20},
+            "starts": [[0, 0], [1, 0], [3, 4]]},
+    "agents": {"predators": {"count": 2, "speed": 1, "stamina": None},
+               "preys": {"count": 1, "speed": 1, "stamina": 0}},
+    "observations": {"type": "local_only", "params": {}},
+    "experiment": {"algorithm": {"name": "iql", "params": {"table_size": 4096}},
+                   "seed": 3, "num_seeds": 2, "num_envs": 16,
+                   "total_timesteps": None, "episodes": 300,
+                   "roles": {"predators": "learn", "preys": "learn"},
+                   "eval": {"episodes": 8, "seed": 500, "max_steps": None}},
+}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    config_dir = tmp_path_factory.mktemp("tiny")
+    for section, body in TINY.items():
+        (config_dir / f"{section}.yaml").write_text(yaml.safe_dump({section: body}))
+    out = tmp_path_factory.mktemp("runs") / "run"
+    assert main(["run", str(config_dir), "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_run_writes_every_artifact(run_dir, capsys):
+    for name in ARTIFACTS:
+        assert (run_dir / name).is_file(), name
+    config = pj.load_config(run_dir / "config.yaml")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["config_hash"] == config.hash()
+    assert config["experiment"]["algorithm"]["params"]["alpha"] == 0.1   # defaults resolved
+    assert (run_dir / "learning_curves.png").read_bytes()[:4] == b"\x89PNG"
+    with open(run_dir / "metrics.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {"seed", "update", "env_steps", "capture_rate", "episode_length",
+            "steps_to_capture", "return/predator/base", "return/prey/survival",
+            "loss/td_error/predator", "epsilon"} <= set(rows[0])
+    assert {row["seed"] for row in rows} == {"0", "1"}
+    tc = make_train_config(config)
+    policies = load_checkpoint(run_dir / "checkpoint.msgpack", tc)
+    assert policies["predator"].shape == (2, 2, 4096, 5)                 # [seed, agent, ...]
+    evaluation = summary["evaluation"]["results"]
+    assert set(evaluation) == {"trained", "random_predators", "random_prey"}
+    assert evaluation["trained"]["episodes"] == 16                        # 8 x 2 seeds
+    assert evaluation["trained"]["capture_rate"] == 1.0
+    assert evaluation["trained"]["steps_to_capture"] == 6.0               # shortest path
+    assert evaluation["random_predators"]["steps_to_capture"] > 6.0
+
+
+def test_episode_budget_stops_the_run(run_dir):
+    with open(run_dir / "metrics.csv") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["seed"] == "0"]
+    active = [r["active"] == "True" for r in rows]
+    episodes = np.cumsum([int(r["episodes"]) for r in rows])
+    first_off = active.index(False) if False in active else len(active)
+    assert episodes[first_off - 1] >= 300 > episodes[first_off - 2]      # stops right after
+    assert not any(active[first_off:])
+
+
+def test_evaluate_reloads_the_checkpoint(run_dir, capsys):
+    assert main(["evaluate", str(run_dir), "--episodes", "8", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert results["trained"]["steps_to_capture"] == 6.0
+    assert main(["evaluate", str(run_dir), "--episodes", "8"]) == 0
+    table = capsys.readouterr().out
+    assert "capture rate within 20 steps" in table and "random predators" in table
+    code = main(["evaluate", str(run_dir), "--set", "agents.predators.count=1",
+                 "--set", "env.starts=[[0, 0], [3, 4]]"])
+    assert code == 2
+    assert "has shape (2, 2, 4096, 5), this config needs (2, 1, 4096, 5)" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("overrides, key, message", [
+    ({"experiment.algorithm.name": "ppo"}, "experiment.algorithm.name", "known: "),
+    ({"experiment.algorithm.name": "dqn"}, "experiment.algorithm.params.update_epochs",
+     "unknown hyperparameter of 'dqn'"),
+    ({"experiment.algorithm": {"name": "dqn", "params": {"episodes": 10}}},
+     "experiment.algorithm.params.episodes", "set experiment.episodes"),
+    ({"experiment.algorithm": {"name": "dqn", "params": {"lr": 0.1}}},
+     "experiment.algorithm.params.lr", "its hyperparameters: "),
+    ({"experiment.algorithm": {"name": "dqn", "params": {"gamma": 1.5}}},
+     "experiment.algorithm.params.gamma", "in [0, 1]"),
+    ({"experiment.algorithm": {"name": "ippo", "params": {"action_dim": 9}}},
+     "experiment.algorithm.params.action_dim", "'discrete_5', 5"),
+    ({"experiment.algorithm": {"name": "ippo", "params": {"num_minibatches": 3}}},
+     "experiment.algorithm.params.num_minibatches", "must divide"),
+    ({"experiment.algorithm": {"name": "mixed", "params": {"prey_algo": "dqn"}}},
+     "experiment.algorithm.params.prey_algo", "one of ['iql', 'cql']"),
+    ({"experiment.algorithm": {"name": "cql", "params": {}}, "agents.predators.count": 6},
+     "experiment.algorithm.name", "15625 joint actions"),
+    ({"experiment.episodes": 100}, "experiment.episodes", "set exactly one"),
+    ({"experiment.roles.preys": "chase"}, "experiment.roles.preys", "['evade', 'noop', 'random']"),
+    ({"experiment.eval.seed": 40}, "experiment.eval.seed", "must not overlap"),
+    ({"experiment.num_seeds": 0}, "experiment.num_seeds", ">= 1"),
+    ({"experiment.eval": {"episodes": 10, "seed": 100, "max_steps": 0}},
+     "experiment.eval.max_steps", ">= 1"),
+])
+def test_bad_experiment_values_fail_clearly(overrides, key, message):
+    with pytest.raises(ConfigError) as err:
+        pj.load_config("configs/default", overrides)
+    assert err.value.key == key
+    assert message in str(err.value)
+
+
+def test_experiment_defaults_are_filled_and_hashed():
+    config = pj.load_config("configs/1v1", {"experiment.algorithm": {
+        "name": "dqn", "params": {"double_dqn": True, "learning_rate": 1}}})
+    params = config["experiment"]["algorithm"]["params"]
+    assert params["learning_rate"] == 1.0 and isinstance(params["learning_rate"], float)
+    assert params["double_dqn"] is True and params["dueling"] is False
+    assert params["hidden_layers"] == [128, 128]
+    tc = make_train_config(config)
+    assert tc.hp.hidden_layers == (128, 128) and tc.num_envs == config["experiment"]["num_envs"]
+    spelled_out = pj.load_config("configs/1v1", {"experiment.algorithm": {
+        "name": "dqn", "params": dict(params)}})
+    assert spelled_out.hash() == config.hash()
+
+
+SHARDED = """
+import sys, json, jax, numpy as np
+sys.path.insert(0, "tests")
+from train_testing import tiny_config
+from ppage_jax.train import iql, make_train_config
+tc = make_train_config(tiny_config("iql", {"table_size": 4096}, total_timesteps=4096))
+runner, metrics = jax.jit(iql.train)(jax.random.PRNGKey(0), tc, tc.env.default_params)
+print(json.dumps({"devices": jax.device_count(),
+                  "sharded": len(runner.env.obs.sharding.device_set),
+                  "length": np.asarray(metrics["episode_length"]).tolist(),
+                  "td": np.asarray(metrics["losses"]["td_error/predator"]).tolist()}))
+"""
+
+
+def test_training_shards_grids_over_devices_with_single_device_results():
+    import os
+    import subprocess
+    import sys
+
+    runs = {}
+    for n in (1, 4):
+        env = dict(os.environ, JAX_PLATFORMS="cpu",
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
+        out = subprocess.run([sys.executable, "-c", SHARDED], env=env, capture_output=True,
+                             text=True, check=True, cwd=os.getcwd())
+        runs[n] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert runs[4]["devices"] == 4 and runs[4]["sharded"] == 4   # grids split over 4
+    np.testing.assert_array_equal(runs[1]["length"], runs[4]["length"])
+    np.testing.assert_allclose(runs[1]["td"], runs[4]["td"], rtol=1e-5)
+
+
+def test_random_algorithm_through_the_top_level_train():
+    """``pj.train(key, Config)`` dispatches on experiment.algorithm.name; ``random`` learns
+    nothing and reports the same metrics (no losses)."""
+    import jax
+    from train_testing import tiny_config
+
+    config = tiny_config("random", total_timesteps=16 * 32 * 3)
+    runner, metrics = pj.train(jax.random.PRNGKey(0), config)
+    assert metrics["capture_rate"].shape == (3,) and metrics["losses"] == {}
+    assert int(runner.progress.env_steps) == 16 * 32 * 3
+    assert int(runner.progress.episodes) == int(np.asarray(metrics["episodes"]).sum()) > 0
