@@ -14,6 +14,7 @@ process only.
     python benchmarks/reset_strategies.py                    # configs/default, batch 4096
     python benchmarks/reset_strategies.py --batch 1024 --steps 50
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,10 +44,12 @@ def compile_strategy(env, batch: int, steps: int, strategy: str):
     else:
         one = env.step if strategy == "no reset" else AutoResetEnv(env).step
         vstep = jax.vmap(one, in_axes=(0, 0, 0, None))
-        env_step = lambda key, state, actions: vstep(jax.random.split(key, batch), state,
-                                                     actions, params)
+        env_step = lambda key, state, actions: vstep(
+            jax.random.split(key, batch), state, actions, params
+        )
     carry = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(
-        jax.random.split(jax.random.PRNGKey(0), batch), params)
+        jax.random.split(jax.random.PRNGKey(0), batch), params
+    )
 
     def body(carry, key):
         k_act, k_env = jax.random.split(key)
@@ -69,8 +72,9 @@ def compile_strategy(env, batch: int, steps: int, strategy: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", default="configs/default")
     parser.add_argument("--batch", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=100)
@@ -78,14 +82,17 @@ def main() -> None:
     args = parser.parse_args()
     print(device_info())
     env = make(args.config)
-    print(f"| strategy | env-steps/s | compile wall s | compile CPU s |  ({args.config}, "
-          f"batch {args.batch})\n|---|---:|---:|---:|")
+    print(
+        f"| strategy | env-steps/s | compile wall s | compile CPU s |  ({args.config}, "
+        f"batch {args.batch})\n|---|---:|---:|---:|"
+    )
     fisher_yates = env_module.distinct_sample
     strategies = ("no reset", "per-grid/perm", "per-grid/FY", "batched")
     compiled = {}
     for strategy in strategies:
-        env_module.distinct_sample = (permutation_sample if strategy == "per-grid/perm"
-                                      else fisher_yates)
+        env_module.distinct_sample = (
+            permutation_sample if strategy == "per-grid/perm" else fisher_yates
+        )
         compiled[strategy] = compile_strategy(env, args.batch, args.steps, strategy)
     env_module.distinct_sample = fisher_yates
     # Interleaved repeats: a shared machine's load drifts between strategies otherwise.
@@ -95,8 +102,10 @@ def main() -> None:
             best[strategy] = min(best[strategy], compiled[strategy][0](i))
     for strategy in strategies:
         _, wall, cpu = compiled[strategy]
-        print(f"| {strategy} | {args.batch * args.steps / best[strategy]:,.0f} | {wall:.2f} | "
-              f"{cpu:.2f} |")
+        print(
+            f"| {strategy} | {args.batch * args.steps / best[strategy]:,.0f} | {wall:.2f} | "
+            f"{cpu:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ observations, wrappers, sharding, baseline policies). Everything built on it (ep
 pictures, training, audits, sweeps) resolves lazily on first use, so ``pj.render``,
 ``pj.train`` or ``pj.run_sweep`` work without being imported up front.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,10 +18,20 @@ from ppage_jax import observations, rewards  # noqa: F401  (register the shipped
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.env import GridWorld, make
 from ppage_jax.observations import (
-    ObservationBuilder, make_observation, observation_builders, register_observation)
+    ObservationBuilder,
+    make_observation,
+    observation_builders,
+    register_observation,
+)
 from ppage_jax.policies import combine_policies, greedy_chase, greedy_evade
 from ppage_jax.rewards import (
-    Choice, PotentialContext, RewardContext, register_potential, register_reward, reward_terms)
+    Choice,
+    PotentialContext,
+    RewardContext,
+    register_potential,
+    register_reward,
+    reward_terms,
+)
 from ppage_jax.sharding import make_mesh, replicate, shard_batch
 from ppage_jax.state import EnvParams, Layout, RewardParams, State
 from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
@@ -55,7 +66,7 @@ _MOVED_MODULES: dict[str, str] = {
     "ppage_jax.run_gif": "ppage_jax.viz.run_gif",
     "ppage_jax.plotting": "ppage_jax.viz.figures",
     "ppage_jax.stats": "ppage_jax.analysis.stats",
-    "ppage_jax.audit": "ppage_jax.analysis.audit.core",
+    "ppage_jax.audit": "ppage_jax.analysis.audit",
     "ppage_jax.sweep": "ppage_jax.analysis.sweep.run",
     "ppage_jax.sweep_spec": "ppage_jax.analysis.sweep.spec",
     "ppage_jax.sweep_report": "ppage_jax.analysis.sweep.report",
@@ -95,10 +106,32 @@ if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
 
 __all__ = [
-    "AutoResetEnv", "BatchedAutoResetEnv", "Choice", "Config", "ConfigError", "EnvParams",
-    "GridWorld", "Layout", "ObservationBuilder", "PotentialContext", "RewardContext",
-    "RewardParams", "State", "combine_policies", "greedy_chase", "greedy_evade",
-    "load_config", "make", "make_mesh", "make_observation", "observation_builders",
-    "register_observation", "register_potential", "register_reward", "replicate",
-    "reward_terms", "shard_batch", *_LAZY,
+    "AutoResetEnv",
+    "BatchedAutoResetEnv",
+    "Choice",
+    "Config",
+    "ConfigError",
+    "EnvParams",
+    "GridWorld",
+    "Layout",
+    "ObservationBuilder",
+    "PotentialContext",
+    "RewardContext",
+    "RewardParams",
+    "State",
+    "combine_policies",
+    "greedy_chase",
+    "greedy_evade",
+    "load_config",
+    "make",
+    "make_mesh",
+    "make_observation",
+    "observation_builders",
+    "register_observation",
+    "register_potential",
+    "register_reward",
+    "replicate",
+    "reward_terms",
+    "shard_batch",
+    *_LAZY,
 ]

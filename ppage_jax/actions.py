@@ -1,4 +1,5 @@
 """Action tables: the direction [dx, dy] of each discrete action (y grows downward)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,9 +24,7 @@ def action_table(name: str) -> np.ndarray:
     try:
         return ACTION_TABLES[name]
     except KeyError:
-        raise KeyError(
-            f"unknown action table {name!r}; known: {sorted(ACTION_TABLES)}"
-        ) from None
+        raise KeyError(f"unknown action table {name!r}; known: {sorted(ACTION_TABLES)}") from None
 
 
 def noop_action(name: str) -> int:

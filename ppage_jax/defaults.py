@@ -1,6 +1,7 @@
 """Package defaults of the simulator's sections: PPAGE's shipped top-level config, with
 stamina unlimited. The ``experiment`` section's defaults live with its schema in
 ``ppage_jax.train.schema``."""
+
 from __future__ import annotations
 
 import copy
@@ -23,6 +24,7 @@ _DEFAULTS: dict = {
     "agents": {
         "predators": {"count": 3, "speed": 1, "stamina": None},
         "preys": {"count": 3, "speed": 3, "stamina": None},
+        "naming": {"predator_prefix": "predator", "prey_prefix": "prey"},
     },
     # PPAGE's local_radius; params {} means the builder's defaults (radius 3, agents and
     # obstacles included), so overriding only observations.type needs no params reset.

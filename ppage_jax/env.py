@@ -1,26 +1,99 @@
 """GridWorld: reset, reset_to and step. The stage order lives here and only here."""
+
 from __future__ import annotations
 
 import functools
 import operator
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.experimental import checkify
 
 from ppage_jax import stages
 from ppage_jax.actions import action_table, noop_action
-from ppage_jax.config import Config, num_obstacles
+from ppage_jax.config import FLOAT32_MAX, Config, ConfigError, num_obstacles, short_repr
 from ppage_jax.observations import (
-    ObservationBuilder, global_state, global_state_size, make_observation)
+    ObservationBuilder,
+    global_state,
+    global_state_size,
+    make_observation,
+)
 from ppage_jax.rewards.compose import RewardComposer, term_entries
 from ppage_jax.sampling import distinct_sample
-from ppage_jax.state import (
-    NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State)
+from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State, Structure
 
 StepResult = tuple[jax.Array, State, jax.Array, jax.Array, jax.Array, dict]
+
+# A config whose single-environment state, or observation of all agents, would take more
+# bytes than this is refused with the estimate (ConfigError from `make`).
+MEMORY_LIMIT_BYTES = 64 * 2**20
+
+# The layout rules of `reset_to`, in the order they are checked ({i}: the offending row).
+LAYOUT_RULES = (
+    "positions[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
+    "obstacles[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
+    "positions[{i}] = {v}: the agent stands on an obstacle",
+    "obstacles[{i}] = {v} shares its cell with another obstacle (obstacles must be distinct)",
+)
+
+
+def state_bytes(layout: Layout) -> int:
+    """Bytes of one environment's State: positions, captured, stamina, obstacles, map, scalars."""
+    return (
+        layout.num_agents * (2 * 4 + 1 + 4) + layout.num_obstacles * 2 * 4 + layout.size**2 + 4 * 4
+    )
+
+
+def _check_memory(config: Config, key: str, needed: int, what: str, instead: str) -> None:
+    if needed > MEMORY_LIMIT_BYTES:
+        raise ConfigError(
+            config.source_of(key),
+            key,
+            config.get(key),
+            f"{what} would take {needed / 2**20:.1f} MiB per environment, above "
+            f"the limit of {MEMORY_LIMIT_BYTES // 2**20} MiB; use {instead}",
+        )
+
+
+def _finite_float32(what: str, value: Any) -> None:
+    """Refuse a concrete number that is not finite in float32 (traced values pass)."""
+    if isinstance(value, jax.core.Tracer):
+        return
+    host = np.asarray(value)
+    if host.dtype.kind not in "iuf" or not np.all(np.abs(host.astype(np.float64)) <= FLOAT32_MAX):
+        raise ValueError(
+            f"{what} = {short_repr(value)} must be a number finite in float32 "
+            f"(|x| <= {FLOAT32_MAX:.4g})"
+        )
+
+
+def _layout_faults(xp: Any, positions: Any, obstacles: Any, size: int) -> list[Any]:
+    """The first offending row of each of LAYOUT_RULES (-1 if none), for NumPy (``xp=np``)
+    or traced (``xp=jnp``) integer arrays of any width: O(cells) work."""
+
+    def first(bad):
+        if bad.shape[0] == 0:
+            return xp.asarray(-1)
+        return xp.where(bad.any(), xp.argmax(bad), -1)
+
+    def cells(xy):
+        xy = xp.clip(xy, 0, size - 1).astype(xp.int32)
+        return xy[:, 1] * size + xy[:, 0]
+
+    off_agent = ((positions < 0) | (positions >= size)).any(axis=1)
+    off_obstacle = ((obstacles < 0) | (obstacles >= size)).any(axis=1)
+    weights = (~off_obstacle).astype(xp.int32)
+    if xp is np:
+        counts = np.bincount(cells(obstacles), weights, minlength=size * size)
+    else:
+        counts = jnp.zeros(size * size, jnp.int32).at[cells(obstacles)].add(weights)
+    on_obstacle = (counts[cells(positions)] > 0) & ~off_agent
+    repeated = (counts[cells(obstacles)] > 1) & ~off_obstacle
+    return [first(off_agent), first(off_obstacle), first(on_obstacle), first(repeated)]
 
 
 class GridWorld:
@@ -34,8 +107,9 @@ class GridWorld:
     def __init__(self, config: Config):
         self.config = config
         env_cfg, agents = config["env"], config["agents"]
-        speeds = [agents["predators"]["speed"]] * agents["predators"]["count"] + \
-                 [agents["preys"]["speed"]] * agents["preys"]["count"]
+        speeds = [agents["predators"]["speed"]] * agents["predators"]["count"] + [
+            agents["preys"]["speed"]
+        ] * agents["preys"]["count"]
         self.layout = Layout(
             size=env_cfg["size"],
             n_predators=agents["predators"]["count"],
@@ -44,27 +118,60 @@ class GridWorld:
             max_speed=max(speeds),
             allow_cell_sharing=env_cfg["dynamics"]["allow_cell_sharing"],
             block_agents_by_obstacles=env_cfg["dynamics"]["block_agents_by_obstacles"],
+            predator_prefix=agents["naming"]["predator_prefix"],
+            prey_prefix=agents["naming"]["prey_prefix"],
+        )
+        _check_memory(
+            config,
+            "env.size",
+            state_bytes(self.layout),
+            f"the state ({self.layout.num_agents} agents, "
+            f"{self.layout.num_obstacles} obstacles, {self.layout.size}x"
+            f"{self.layout.size} cells)",
+            "a smaller grid or fewer obstacles",
         )
         self.action_type = config["actions"]["type"]
         self.action_table = action_table(self.action_type)
         self.noop_action = noop_action(self.action_type)
         self.composer = RewardComposer(term_entries(config["rewards"]), self.layout)
         self.observation: ObservationBuilder = make_observation(
-            config["observations"]["type"], self.layout, config["observations"]["params"],
-            config["observations"]["per_agent"])
+            config["observations"]["type"],
+            self.layout,
+            config["observations"]["params"],
+            config["observations"]["per_agent"],
+        )
+        _check_memory(
+            config,
+            "observations.type",
+            4 * self.num_agents * self.observation.size,
+            f"the observations ({self.num_agents} agents x "
+            f"{self.observation.size} float32 features)",
+            "a builder with fewer features (e.g. grid), a smaller radius or fewer obstacles",
+        )
+        self.structure = Structure(
+            reward_terms=self.composer.names,
+            observation=self.observation.name,
+            n_predators=self.layout.n_predators,
+            n_prey=self.layout.n_prey,
+            num_obstacles=self.layout.num_obstacles,
+        )
         self._fixed_map = self._parse_map(env_cfg["map"])
-        self._fixed_starts = (None if env_cfg["starts"] is None
-                              else np.asarray(env_cfg["starts"], np.int32))
-        stamina = [agents["predators"]["stamina"]] * self.layout.n_predators + \
-                  [agents["preys"]["stamina"]] * self.layout.n_prey
+        self._fixed_starts = (
+            None if env_cfg["starts"] is None else np.asarray(env_cfg["starts"], np.int32)
+        )
+        stamina = [agents["predators"]["stamina"]] * self.layout.n_predators + [
+            agents["preys"]["stamina"]
+        ] * self.layout.n_prey
         max_steps = env_cfg["termination"]["max_steps"]
         self.default_params = EnvParams(
             speeds=jnp.asarray(speeds, jnp.int32),
-            stamina=jnp.asarray([UNLIMITED_STAMINA if s is None else s for s in stamina],
-                                jnp.int32),
+            stamina=jnp.asarray(
+                [UNLIMITED_STAMINA if s is None else s for s in stamina], jnp.int32
+            ),
             capture_threshold=jnp.asarray(env_cfg["termination"]["capture_threshold"], jnp.int32),
             max_steps=jnp.asarray(NO_TRUNCATION if max_steps is None else max_steps, jnp.int32),
             reward=self.composer.default_params(config["rewards"]["gamma"]),
+            structure=self.structure,
         )
 
     # ----------------------------------------------------------------- static facts
@@ -74,7 +181,7 @@ class GridWorld:
 
     @property
     def agent_names(self) -> tuple[str, ...]:
-        """Agent names in row order: predator_1..P, then prey_1..Q."""
+        """Agent names in row order: predator_1..P, then prey_1..Q (agents.naming)."""
         return self.layout.agent_names
 
     @property
@@ -111,31 +218,51 @@ class GridWorld:
         Works on stacked params too (weights float32[..., T]); a value may be an array
         broadcasting over the leading axes.
         """
-        new = params.reward.weights
+        new = self._params(params).reward.weights
         for name, value in weights.items():
-            new = new.at[..., self._term_index(name)].set(jnp.asarray(value, jnp.float32))
+            index = self._term_index(name)
+            _finite_float32(f"weight of {name!r}", value)
+            new = new.at[..., index].set(jnp.asarray(value, jnp.float32))
         return params.replace(reward=params.reward.replace(weights=new))
 
     def with_term_params(self, params: EnvParams, term: str, **values: Any) -> EnvParams:
         """New params with some of one term's params replaced (numbers; Choice by name)."""
         spec = self.composer.specs[self._term_index(term)]
-        current = dict(params.reward.term_params[term])
+        current = dict(self._params(params).reward.term_params[term])
         for key, value in values.items():
             if key not in spec.params:
-                raise KeyError(f"unknown param {key!r} of term {term!r}; "
-                               f"its params: {sorted(spec.params)}")
+                raise KeyError(
+                    f"unknown param {key!r} of term {term!r}; its params: {sorted(spec.params)}"
+                )
             declared = spec.params[key]
             if isinstance(value, str):
                 value = declared.index(value)
+            else:
+                _finite_float32(f"param {key!r} of {term!r}", value)
             current[key] = jnp.asarray(value, current[key].dtype)
         term_params = dict(params.reward.term_params)
         term_params[term] = current
         return params.replace(reward=params.reward.replace(term_params=term_params))
 
+    def _params(self, params: EnvParams | None) -> EnvParams:
+        """``params`` (``default_params`` for None), refused if built for another structure."""
+        if params is None:
+            return self.default_params
+        theirs = getattr(params, "structure", None)
+        if theirs is not None and theirs != self.structure:
+            raise ValueError(
+                "these EnvParams were built for another environment structure ("
+                + "; ".join(self.structure.differences(theirs))
+                + ", this env vs the params); derive params from this env's default_params "
+                "(with_weights, with_term_params, replace)"
+            )
+        return params
+
     def _term_index(self, name: str) -> int:
         if name not in self.reward_terms:
-            raise KeyError(f"{name!r} is not a configured reward term; configured: "
-                           f"{list(self.reward_terms)}")
+            raise KeyError(
+                f"{name!r} is not a configured reward term; configured: {list(self.reward_terms)}"
+            )
         return self.reward_terms.index(name)
 
     # ----------------------------------------------------------------- reset
@@ -172,14 +299,89 @@ class GridWorld:
     def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, State]:
         """Draw a fresh layout: (obs float32[A, obs_size], state)."""
         positions, obstacles = self._draw_layout(key)
-        return self.reset_to(positions, obstacles, params)
+        return self._start(positions, obstacles, self._params(params))
 
-    def reset_to(self, positions: jax.Array, obstacles: jax.Array,
-                 params: EnvParams | None = None) -> tuple[jax.Array, State]:
-        """Start an episode from an explicit layout: positions int32[A,2], obstacles int32[K,2]."""
-        params = self.default_params if params is None else params
-        positions = jnp.asarray(positions, jnp.int32).reshape(self.num_agents, 2)
-        obstacles = jnp.asarray(obstacles, jnp.int32).reshape(self.layout.num_obstacles, 2)
+    def reset_to(
+        self, positions: jax.Array, obstacles: jax.Array, params: EnvParams | None = None
+    ) -> tuple[jax.Array, State]:
+        """Start an episode from an explicit layout: positions int[A, 2] (predators first),
+        obstacles int[K, 2], as [x, y].
+
+        Shapes and integer dtypes are checked (never reshaped). Concrete inputs are also
+        checked against LAYOUT_RULES (a cell off the grid, an agent on an obstacle, two
+        obstacles on one cell): ValueError. Traced inputs are not; use
+        :meth:`checked_reset_to` for that inside ``jit``.
+        """
+        params = self._params(params)
+        positions, obstacles = self._layout_arrays(positions, obstacles)
+        concrete = not isinstance(positions, jax.core.Tracer) and not isinstance(
+            obstacles, jax.core.Tracer
+        )
+        if concrete:
+            host_p, host_o = np.asarray(positions), np.asarray(obstacles)
+            faults = _layout_faults(np, host_p, host_o, self.layout.size)
+            for rule, row in zip(LAYOUT_RULES, faults, strict=True):
+                if row >= 0:
+                    values = host_p if rule.startswith("positions") else host_o
+                    raise ValueError(
+                        "reset_to: "
+                        + rule.format(i=int(row), v=values[row].tolist(), size=self.layout.size)
+                    )
+            positions, obstacles = host_p.astype(np.int32), host_o.astype(np.int32)
+        return self._start(
+            jnp.asarray(positions, jnp.int32), jnp.asarray(obstacles, jnp.int32), params
+        )
+
+    def checked_reset_to(
+        self, positions: jax.Array, obstacles: jax.Array, params: EnvParams | None = None
+    ) -> tuple[checkify.Error, tuple[jax.Array, State]]:
+        """:meth:`reset_to` with its layout rules checked on traced inputs too (``jit``,
+        ``vmap``), through ``jax.experimental.checkify``: returns ``(error, (obs, state))``;
+        ``error.throw()`` raises the first broken rule, ``error.get()`` returns it or None.
+        """
+        return checkify.checkify(self._reset_to_checked)(positions, obstacles, params)
+
+    def _reset_to_checked(self, positions, obstacles, params):
+        params = self._params(params)
+        positions, obstacles = self._layout_arrays(positions, obstacles)
+        positions, obstacles = jnp.asarray(positions), jnp.asarray(obstacles)
+        faults = _layout_faults(jnp, positions, obstacles, self.layout.size)
+        for rule, row in zip(LAYOUT_RULES, faults, strict=True):
+            values = positions if rule.startswith("positions") else obstacles
+            if values.shape[0]:
+                checkify.check(
+                    row < 0,
+                    "reset_to: " + rule.format(i="{i}", v="{v}", size=self.layout.size),
+                    i=row,
+                    v=values[row],
+                )
+        return self._start(positions.astype(jnp.int32), obstacles.astype(jnp.int32), params)
+
+    def _layout_arrays(self, positions, obstacles):
+        """Check the shapes (A, 2), (K, 2) and integer dtypes of a layout, never reshaping."""
+        arrays = []
+        for name, value, rows, what in (
+            ("positions", positions, self.num_agents, "[x, y] per agent, predators first"),
+            ("obstacles", obstacles, self.layout.num_obstacles, "[x, y] per obstacle"),
+        ):
+            if not isinstance(value, jax.Array):
+                value = np.asarray(value)
+            if rows == 0 and value.size == 0:
+                value = np.zeros((0, 2), np.int32)  # no obstacles: [] of any dtype will do
+            expected = f"an integer array of shape ({rows}, 2) ({what})"
+            if value.shape != (rows, 2):
+                raise ValueError(
+                    f"reset_to: {name} must be {expected}; got shape {tuple(value.shape)}"
+                )
+            if not jnp.issubdtype(value.dtype, jnp.integer):
+                raise TypeError(f"reset_to: {name} must be {expected}; got dtype {value.dtype}")
+            arrays.append(value)
+        return tuple(arrays)
+
+    def _start(
+        self, positions: jax.Array, obstacles: jax.Array, params: EnvParams
+    ) -> tuple[jax.Array, State]:
+        """The first (obs, state) of an episode from int32 positions and obstacles."""
         size = self.layout.size
         obstacle_map = jnp.zeros((size, size), bool).at[obstacles[:, 1], obstacles[:, 0]].set(True)
         zero = jnp.zeros((), jnp.int32)
@@ -199,13 +401,33 @@ class GridWorld:
     # ----------------------------------------------------------------- step
     def observe(self, state: State, params: EnvParams | None = None) -> jax.Array:
         """float32[A, observation_size] for every agent (captured ones included)."""
-        return self.observation(state, self.default_params if params is None else params)
+        return self.observation(state, self._params(params))
 
     def global_state(self, state: State) -> jax.Array:
         """float32[global_state_size], the same for every agent (for centralised critics):
         [x, y, is_predator, captured] per agent in row order, then the obstacle map row-major.
         """
         return global_state(self.layout, state)
+
+    def action_mask(self, state: State, params: EnvParams | None = None) -> jax.Array:
+        """bool[A, num_actions]: False for each move that would leave the agent where it is.
+
+        A move is masked when the per-axis clip to the grid cancels it, when its target is an
+        obstacle and ``block_agents_by_obstacles`` is on, and for an agent that cannot move
+        this turn (a captured prey, or no stamina or zero speed left): such an agent has
+        only the no-op. The no-op is never masked. Moves refused because another agent holds
+        the target cell (``allow_cell_sharing: false``) are not masked: that depends on the
+        other agents' moves and their order. PPAGE itself does not mask; adapters offer it.
+        """
+        params = self.default_params if params is None else params
+        table = jnp.asarray(self.action_table)
+        positions = state.positions[:, None, :]  # [A, 1, 2]
+        target = jnp.clip(positions + table[None], 0, self.layout.size - 1)  # [A, N, 2]
+        moves = (target != positions).any(-1)
+        if self.layout.block_agents_by_obstacles:
+            moves = moves & ~state.obstacle_map[target[..., 1], target[..., 0]]
+        can_move = ~state.captured & (jnp.minimum(params.speeds, state.stamina) > 0)
+        return (moves & can_move[:, None]) | (table == 0).all(-1)[None, :]
 
     def _substep(self, k: jax.Array, carry, *, budget, directions, params: EnvParams):
         """One sub-step: move -> capture -> reward terms (does nothing once terminated).
@@ -217,22 +439,53 @@ class GridWorld:
         is_predator = jnp.asarray(self.is_predator)
         runs = (k < params.speeds.max()) & ((k == 0) | ~state.terminated)
         positions = stages.move(
-            state.positions, runs & (k < budget), directions, state.captured,
-            state.obstacle_map, is_predator, size=self.layout.size,
+            state.positions,
+            runs & (k < budget),
+            directions,
+            state.captured,
+            state.obstacle_map,
+            is_predator,
+            size=self.layout.size,
             block_by_obstacles=self.layout.block_agents_by_obstacles,
-            allow_cell_sharing=self.layout.allow_cell_sharing)
+            allow_cell_sharing=self.layout.allow_cell_sharing,
+        )
         captured, events = stages.capture(positions, state.captured, is_predator)
         captures_total = state.captures_total + events.num_captured
-        terminated, _ = stages.flags(captures_total, state.turn, params.capture_threshold,
-                                     params.max_steps)
-        after = state.replace(positions=positions, captured=captured,
-                              captures_total=captures_total, terminated=terminated)
-        unit = jnp.where(runs, self.composer.substep_unit(state, after, events, params.reward),
-                         0.0)
+        terminated, _ = stages.flags(
+            captures_total, state.turn, params.capture_threshold, params.max_steps
+        )
+        after = state.replace(
+            positions=positions,
+            captured=captured,
+            captures_total=captures_total,
+            terminated=terminated,
+        )
+        unit = jnp.where(runs, self.composer.substep_unit(state, after, events, params.reward), 0.0)
         return after, unit_terms + unit
 
-    def step(self, key: jax.Array, state: State, actions: jax.Array,
-             params: EnvParams | None = None) -> StepResult:
+    def _actions(self, actions: jax.Array) -> jax.Array:
+        """int32[A] table rows: integer actions outside the table (any width) become the no-op.
+
+        A non-integer dtype or a shape other than (A,) is refused (both are static).
+        """
+        if not isinstance(actions, jax.Array):
+            actions = np.asarray(actions)
+        expected = (
+            f"an integer array of shape ({self.num_agents},) (one action per agent, "
+            f"predators first)"
+        )
+        if not jnp.issubdtype(actions.dtype, jnp.integer):
+            raise TypeError(f"step: actions must be {expected}; got dtype {actions.dtype}")
+        if actions.shape != (self.num_agents,):
+            raise ValueError(f"step: actions must be {expected}; got shape {tuple(actions.shape)}")
+        # Compare in the actions' own width, before any cast can wrap them into the table.
+        xp = np if isinstance(actions, np.ndarray) else jnp
+        valid = (actions >= 0) & (actions < self.num_actions)
+        return jnp.asarray(xp.where(valid, actions, self.noop_action).astype(np.int32))
+
+    def step(
+        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
+    ) -> StepResult:
         """One turn: ``max_speed`` sub-steps of move -> capture -> reward, then flags, observe.
 
         Returns ``(obs, state, reward float32[A], terminated, truncated, info)`` with
@@ -243,49 +496,58 @@ class GridWorld:
         ``info["captures_total"]`` (this episode so far).
         """
         del key  # the dynamics are deterministic; the key is part of the API
-        params = self.default_params if params is None else params
-        actions = jnp.asarray(actions, jnp.int32)
-        valid = (actions >= 0) & (actions < self.num_actions)
-        directions = jnp.asarray(self.action_table)[jnp.where(valid, actions, self.noop_action)]
+        params = self._params(params)
+        directions = jnp.asarray(self.action_table)[self._actions(actions)]
         moves = (directions != 0).any(axis=1)
         budget = jnp.where(moves, jnp.minimum(params.speeds, state.stamina), 0)
 
         start = state.replace(terminated=jnp.asarray(state.terminated, bool))
         zeros = jnp.zeros((self.num_agents, len(self.reward_terms)), jnp.float32)
-        substep = lambda k, c: self._substep(k, c, budget=budget, directions=directions,
-                                             params=params)
+
+        def substep(k, c):
+            return self._substep(k, c, budget=budget, directions=directions, params=params)
+
         # Only the per-unit-weight terms are summed over sub-steps; they are weighed once
         # per turn (the weighting is linear, and reward_terms == unit * weights exactly).
         if self.layout.max_speed == 1:
             state, unit_terms = substep(jnp.int32(0), (start, zeros))
         else:
             state, unit_terms = lax.fori_loop(
-                0, self.layout.max_speed, substep, (start, zeros), unroll=True)
+                0, self.layout.max_speed, substep, (start, zeros), unroll=True
+            )
 
         unlimited = state.stamina >= UNLIMITED_STAMINA
         stamina = jnp.where(unlimited, state.stamina, jnp.maximum(state.stamina - budget, 0))
         turn = state.turn + 1
-        terminated, truncated = stages.flags(state.captures_total, turn,
-                                             params.capture_threshold, params.max_steps)
-        state = state.replace(stamina=stamina, turn=turn, terminated=terminated,
-                              truncated=truncated)
-        unit_terms = unit_terms + self.composer.turn_unit(start, state, terminated,
-                                                          params.reward)
+        terminated, truncated = stages.flags(
+            state.captures_total, turn, params.capture_threshold, params.max_steps
+        )
+        state = state.replace(
+            stamina=stamina, turn=turn, terminated=terminated, truncated=truncated
+        )
+        unit_terms = unit_terms + self.composer.turn_unit(start, state, terminated, params.reward)
         terms = self.composer.weigh(unit_terms, params.reward)
         # Column by column, left to right (as NumPy sums a short axis): XLA's reduce over a
         # tiny trailing axis costs a third of a 3v3 step on CPU.
         columns = [terms[:, t] for t in range(terms.shape[1])]
-        reward = (functools.reduce(operator.add, columns) if columns
-                  else jnp.zeros(self.num_agents, jnp.float32))
-        info = {"reward_terms": terms, "reward_terms_unit": unit_terms,
-                "captured": state.captured,
-                "captures": state.captures_total - start.captures_total,
-                "captures_total": state.captures_total}
+        reward = (
+            functools.reduce(operator.add, columns)
+            if columns
+            else jnp.zeros(self.num_agents, jnp.float32)
+        )
+        info = {
+            "reward_terms": terms,
+            "reward_terms_unit": unit_terms,
+            "captured": state.captured,
+            "captures": state.captures_total - start.captures_total,
+            "captures_total": state.captures_total,
+        }
         return self.observe(state, params), state, reward, terminated, truncated, info
 
 
-def make(config: Config | str | None = None,
-         overrides: Mapping[str, Any] | None = None) -> GridWorld:
+def make(
+    config: Config | str | None = None, overrides: Mapping[str, Any] | None = None
+) -> GridWorld:
     """Build a GridWorld from a Config (or a config path, or None for the defaults)."""
     from ppage_jax.config import load_config
 

@@ -2,9 +2,10 @@
 
 Baselines may read the full state (they are privileged reference behaviours, not learners).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -13,21 +14,26 @@ from jax import lax
 
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams, State
+from ppage_jax.types import Actions, Key, Observations
 
-Policy = Callable[[jax.Array, jax.Array, State], jax.Array]
+Policy = Callable[[Key, Observations, State], Actions]
 
 
 def noop_policy(env: GridWorld) -> Policy:
     """Every agent takes the table's no-op."""
-    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+
+    def act(key: Key, obs: Observations, state: State) -> Actions:
         return jnp.full((env.num_agents,), env.noop_action, jnp.int32)
+
     return act
 
 
 def random_policy(env: GridWorld) -> Policy:
     """Uniformly random actions over the whole action table."""
-    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+
+    def act(key: Key, obs: Observations, state: State) -> Actions:
         return jax.random.randint(key, (env.num_agents,), 0, env.num_actions)
+
     return act
 
 
@@ -56,7 +62,7 @@ def bfs_distances(env: GridWorld, obstacle_map: jax.Array, sources: jax.Array) -
     neighbours = jnp.asarray(_neighbour_table(size, np.asarray(env.action_table)))
     sources = sources.reshape(-1)
     if env.layout.block_agents_by_obstacles:
-        allowed = ~obstacle_map.reshape(-1)[neighbours]              # [cells, D]
+        allowed = ~obstacle_map.reshape(-1)[neighbours]  # [cells, D]
     else:
         allowed = jnp.ones(neighbours.shape, bool)
 
@@ -68,25 +74,25 @@ def bfs_distances(env: GridWorld, obstacle_map: jax.Array, sources: jax.Array) -
 
     start = jnp.where(sources, 0, unreachable).astype(jnp.int32)
     dist, _ = lax.while_loop(lambda c: c[1], relax, (start, jnp.bool_(True)))
-    if env.layout.block_agents_by_obstacles:    # no agent can stand on an obstacle
+    if env.layout.block_agents_by_obstacles:  # no agent can stand on an obstacle
         dist = jnp.where(obstacle_map.reshape(-1), unreachable, dist)
     return dist.reshape(size, size)
 
 
-def _action_scores(env: GridWorld, dist: jax.Array, state: State, budget: jax.Array
-                   ) -> tuple[jax.Array, jax.Array]:
+def _action_scores(
+    env: GridWorld, dist: jax.Array, state: State, budget: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """For every agent and action, slide up to ``budget`` cells along the action's direction
     (refused moves stay put) and return (closest distance met on the way, distance at the end),
     both int32[A, n_actions]. The no-op, or a budget of 0, reports the current cell for both."""
     size = env.layout.size
     table = jnp.asarray(env.action_table)
     flat = dist.reshape(-1)
-    moves = (table != 0).any(axis=1)                                   # [n_actions]
-    pos = jnp.broadcast_to(state.positions[:, None, :],
-                           (env.num_agents, env.num_actions, 2))
+    moves = (table != 0).any(axis=1)  # [n_actions]
+    pos = jnp.broadcast_to(state.positions[:, None, :], (env.num_agents, env.num_actions, 2))
     here = flat[pos[..., 1] * size + pos[..., 0]]
     closest, end = here, here
-    for k in range(env.layout.max_speed):    # static, small: the sub-steps of one turn
+    for k in range(env.layout.max_speed):  # static, small: the sub-steps of one turn
         active = moves[None, :] & (k < budget)[:, None]
         target = jnp.clip(pos + table[None, :, :], 0, size - 1)
         go = active
@@ -119,8 +125,13 @@ def _cells_of(env: GridWorld, state: State, rows: jax.Array) -> jax.Array:
     """bool[H, W]: the cells holding at least one of the agent rows selected by ``rows``."""
     size = env.layout.size
     x, y = state.positions[:, 0], state.positions[:, 1]
-    return jnp.zeros((size * size,), jnp.int32).at[y * size + x].add(
-        rows.astype(jnp.int32)).reshape(size, size) > 0
+    return (
+        jnp.zeros((size * size,), jnp.int32)
+        .at[y * size + x]
+        .add(rows.astype(jnp.int32))
+        .reshape(size, size)
+        > 0
+    )
 
 
 def greedy_chase(env: GridWorld, params: EnvParams | None = None) -> Policy:
@@ -134,9 +145,9 @@ def greedy_chase(env: GridWorld, params: EnvParams | None = None) -> Policy:
     """
     params = env.default_params if params is None else params
     is_predator = jnp.asarray(env.is_predator)
-    unreachable = env.layout.size ** 2
+    unreachable = env.layout.size**2
 
-    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+    def act(key: Key, obs: Observations, state: State) -> Actions:
         sources = _cells_of(env, state, ~is_predator & ~state.captured)
         dist = bfs_distances(env, state.obstacle_map, sources)
         closest, end = _action_scores(env, dist, state, _turn_budget(state, params))
@@ -157,7 +168,7 @@ def greedy_evade(env: GridWorld, params: EnvParams | None = None) -> Policy:
     params = env.default_params if params is None else params
     is_predator = jnp.asarray(env.is_predator)
 
-    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+    def act(key: Key, obs: Observations, state: State) -> Actions:
         sources = _cells_of(env, state, is_predator)
         dist = bfs_distances(env, state.obstacle_map, sources)
         closest, end = _action_scores(env, dist, state, _turn_budget(state, params))
@@ -172,10 +183,11 @@ def combine_policies(env: GridWorld, predator_policy: Policy, prey_policy: Polic
     ``prey_policy`` (each gets its own key)."""
     is_predator = jnp.asarray(env.is_predator)
 
-    def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
+    def act(key: Key, obs: Observations, state: State) -> Actions:
         k_pred, k_prey = jax.random.split(key)
-        return jnp.where(is_predator, predator_policy(k_pred, obs, state),
-                         prey_policy(k_prey, obs, state)).astype(jnp.int32)
+        return jnp.where(
+            is_predator, predator_policy(k_pred, obs, state), prey_policy(k_prey, obs, state)
+        ).astype(jnp.int32)
 
     return act
 

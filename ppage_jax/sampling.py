@@ -1,4 +1,5 @@
 """Cheap exact-uniform draws of distinct cells (the start layout of a reset)."""
+
 from __future__ import annotations
 
 import jax
@@ -30,10 +31,14 @@ def distinct_sample(key: jax.Array, population: int | jax.Array, k: int) -> jax.
     partial Fisher-Yates shuffle: k bounded draws and k swaps, instead of the sort over all
     n entries that ``jax.random.permutation`` performs (about 10x cheaper for 26 of 100
     cells under ``vmap``). Every ordered k-subset is equally likely (up to the 2**-32
-    granularity of :func:`bounded_ints`).
+    granularity of :func:`bounded_ints`). O(n) work: each swap is one two-element scatter,
+    which XLA applies in place (two chained ``.at[].set`` copy the array on every swap).
     """
-    values = (jnp.arange(population, dtype=jnp.int32) if isinstance(population, int)
-              else jnp.asarray(population, jnp.int32))
+    values = (
+        jnp.arange(population, dtype=jnp.int32)
+        if isinstance(population, int)
+        else jnp.asarray(population, jnp.int32)
+    )
     n = values.shape[0]
     if not 0 <= k <= n:
         raise ValueError(f"cannot draw {k} distinct values from a population of {n}")
@@ -45,8 +50,7 @@ def distinct_sample(key: jax.Array, population: int | jax.Array, k: int) -> jax.
         offsets = bounded_ints(key, n - jnp.arange(k))
 
     def swap(i, values):
-        j = i + offsets[i]
-        vi, vj = values[i], values[j]
-        return values.at[i].set(vj).at[j].set(vi)
+        pair = jnp.stack([i, i + offsets[i]])
+        return values.at[pair].set(values[pair][::-1])
 
     return lax.fori_loop(0, k, swap, values)[:k]

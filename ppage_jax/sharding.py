@@ -6,9 +6,11 @@ replicated; ``jax.jit`` then runs each device's share of the batch where it live
 call ``jax.distributed.initialize()`` first: ``jax.devices()`` then lists every host's
 devices, and each process passes its own slice of the global batch (see the README).
 """
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -49,7 +51,8 @@ def shard_batch(tree: Any, mesh: Mesh) -> Any:
             raise ValueError(
                 f"shard_batch: leaf {jax.tree_util.keystr(path) or '<root>'} has shape "
                 f"{shape}; its leading axis must be a multiple of the {n_dev} devices of "
-                f"the mesh")
+                f"the mesh"
+            )
     return _place(tree, batch_sharding(mesh))
 
 
@@ -57,6 +60,53 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
     """Put a full copy of every leaf of ``tree`` on each device of ``mesh`` (e.g. the
     EnvParams shared by a batch, or network weights)."""
     return _place(tree, replicated(mesh))
+
+
+def check_divisible(num: int, mesh: Mesh, what: str = "batch") -> None:
+    """ValueError unless ``num`` splits evenly over the mesh's devices (every process's)."""
+    if num % mesh.devices.size:
+        raise ValueError(
+            f"{what} {num} must be a multiple of the {mesh.devices.size} "
+            f"device(s) of the mesh ({jax.process_count()} process(es))"
+        )
+
+
+def process_rows(num: int, mesh: Mesh) -> slice:
+    """The rows of a global batch of ``num`` that this process's devices hold (all of them
+    with one process). Devices are laid out in mesh order, so the rows are contiguous."""
+    check_divisible(num, mesh)
+    spans = batch_sharding(mesh).addressable_devices_indices_map((num,)).values()
+    bounds = [span[0].indices(num)[:2] for span in spans]
+    starts, stops = [a for a, _ in bounds], [b for _, b in bounds]
+    if sum(b - a for a, b in bounds) != max(stops) - min(starts):
+        raise ValueError(
+            "process_rows: this process's devices hold non-contiguous rows; "
+            "build the mesh with make_mesh() (devices in process order)"
+        )
+    return slice(min(starts), max(stops))
+
+
+def shard_global(tree: Any, mesh: Mesh) -> Any:
+    """Like :func:`shard_batch`, but every process passes the whole global batch (the same
+    values everywhere, e.g. a sweep's arms x seeds) and keeps only its own rows."""
+    leaves = jax.tree.leaves(tree)
+    if jax.process_count() == 1 or not leaves:
+        return shard_batch(tree, mesh)
+    rows = process_rows(np.shape(leaves[0])[0], mesh)
+    return shard_batch(jax.tree.map(lambda x: np.asarray(x)[rows], tree), mesh)
+
+
+def to_host(tree: Any) -> Any:
+    """NumPy copies of every leaf, whole on every process (gathered across processes when a
+    leaf is split over several; each process then holds the same global result)."""
+    from jax.experimental import multihost_utils
+
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return np.asarray(x)
+
+    return jax.tree.map(one, tree)
 
 
 def _place(tree: Any, sharding: NamedSharding) -> Any:

@@ -4,22 +4,23 @@ Shapes use ``A`` agents, ``F`` observation features, ``T`` reward terms, ``K`` o
 ``E`` a batch of grids. The aliases are documentation for readers and type checkers; at run
 time they are all ``jax.Array``.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import jax
 
-Key: TypeAlias = jax.Array           # a PRNG key
-Actions: TypeAlias = jax.Array       # int32[A], predators first
+Key: TypeAlias = jax.Array  # a PRNG key
+Actions: TypeAlias = jax.Array  # int32[A], predators first
 Observations: TypeAlias = jax.Array  # float32[A, F]
-Rewards: TypeAlias = jax.Array       # float32[A]
-RewardTerms: TypeAlias = jax.Array   # float32[A, T] in env.reward_terms order
-AgentMask: TypeAlias = jax.Array     # bool[A]
-Flag: TypeAlias = jax.Array          # bool scalar (terminated, truncated)
-GlobalState: TypeAlias = jax.Array   # float32[4A + H*W]
-Frame: TypeAlias = jax.Array         # uint8[H_px, W_px, 3]
+Rewards: TypeAlias = jax.Array  # float32[A]
+RewardTerms: TypeAlias = jax.Array  # float32[A, T] in env.reward_terms order
+AgentMask: TypeAlias = jax.Array  # bool[A]
+Flag: TypeAlias = jax.Array  # bool scalar (terminated, truncated)
+GlobalState: TypeAlias = jax.Array  # float32[4A + H*W]
+Frame: TypeAlias = jax.Array  # uint8[H_px, W_px, 3]
 
 _T = TypeVar("_T")
 
@@ -39,7 +40,10 @@ def pytree_dataclass(cls: type[_T]) -> type[_T]:
     fields = dataclasses.fields(cls)
     meta = [f.name for f in fields if f.metadata.get("static", False)]
     data = [f.name for f in fields if not f.metadata.get("static", False)]
-    replace: Callable[..., Any] = lambda self, **changes: dataclasses.replace(self, **changes)
-    replace.__doc__ = "A copy with the given fields replaced."
+
+    def replace(self: Any, **changes: Any) -> Any:
+        """A copy with the given fields replaced."""
+        return dataclasses.replace(self, **changes)
+
     cls.replace = replace  # type: ignore[attr-defined]
     return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)

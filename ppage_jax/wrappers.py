@@ -10,6 +10,7 @@ is in ``info["final_obs"]``, and ``terminated`` / ``truncated`` are reported apa
   the grids that finished, ``resets_per_step`` at a time. This is the fast path
   (``rollout_summary`` and ``ppage-jax bench`` use it).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,10 +42,10 @@ class AutoResetEnv:
     def reset(self, key: jax.Array, params: EnvParams | None = None):
         return self.env.reset(key, params)
 
-    def step(self, key: jax.Array, state: State, actions: jax.Array,
-             params: EnvParams | None = None):
-        obs, state, reward, terminated, truncated, info = self.env.step(key, state, actions,
-                                                                        params)
+    def step(
+        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
+    ):
+        obs, state, reward, terminated, truncated, info = self.env.step(key, state, actions, params)
         reset_obs, reset_state = self.env.reset(key, params)
         done = terminated | truncated
         info = dict(info, final_obs=obs)
@@ -67,7 +68,8 @@ class BatchedAutoResetEnv:
     ``reset(key, params) -> (obs float32[B, A, F], State[B])`` and
     ``step(key, state, actions int32[B, A], params) -> (obs, state, reward float32[B, A],
     terminated bool[B], truncated bool[B], info)``, with ``info["final_obs"]`` the
-    finished episodes' last observations (equal to ``obs`` for the others).
+    finished episodes' last observations (equal to ``obs`` for the others) and
+    ``info["final_state"]`` the states after the step, before any reset.
 
     The grids that finished are reset in rounds of ``resets_per_step`` (R): each round
     draws R fresh start layouts, complete with their first observations, and scatters them
@@ -88,8 +90,9 @@ class BatchedAutoResetEnv:
         if resets_per_step is None:
             resets_per_step = default_resets_per_step(num_envs)
         if not 1 <= resets_per_step <= num_envs:
-            raise ValueError(f"resets_per_step must be in [1, num_envs={num_envs}], "
-                             f"got {resets_per_step}")
+            raise ValueError(
+                f"resets_per_step must be in [1, num_envs={num_envs}], got {resets_per_step}"
+            )
         self.env = env
         self.num_envs = int(num_envs)
         self.resets_per_step = int(resets_per_step)
@@ -102,35 +105,42 @@ class BatchedAutoResetEnv:
         per_env = jnp.ndim(params.capture_threshold) == 1
         return params, (0 if per_env else None)
 
-    def _fresh(self, key: jax.Array, count: int, params: EnvParams, axis: int | None,
-               rows: jax.Array | None = None):
+    def _fresh(
+        self,
+        key: jax.Array,
+        count: int,
+        params: EnvParams,
+        axis: int | None,
+        rows: jax.Array | None = None,
+    ):
         """``count`` fresh (obs, state) pairs; per-grid params are taken at ``rows``."""
         if axis is not None and rows is not None:
             params = jax.tree.map(lambda x: x[jnp.minimum(rows, self.num_envs - 1)], params)
-        return jax.vmap(self.env.reset, in_axes=(0, axis))(jax.random.split(key, count),
-                                                           params)
+        return jax.vmap(self.env.reset, in_axes=(0, axis))(jax.random.split(key, count), params)
 
-    def reset(self, key: jax.Array, params: EnvParams | None = None
-              ) -> tuple[jax.Array, State]:
+    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, State]:
         """Fresh episodes for the whole batch: (obs float32[B, A, F], State[B])."""
         params, axis = self._params(params)
         return self._fresh(key, self.num_envs, params, axis)
 
-    def step(self, key: jax.Array, state: State, actions: jax.Array,
-             params: EnvParams | None = None):
+    def step(
+        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
+    ):
         """Step every grid; grids whose episode ended restart from a fresh layout."""
         params, axis = self._params(params)
         n, r = self.num_envs, self.resets_per_step
         if jnp.shape(actions)[:1] != (n,) or jnp.shape(state.turn) != (n,):
-            raise ValueError(f"BatchedAutoResetEnv(num_envs={n}) got actions of shape "
-                             f"{jnp.shape(actions)} and a state batch of "
-                             f"{jnp.shape(state.turn)}; both need a leading axis of {n}")
+            raise ValueError(
+                f"BatchedAutoResetEnv(num_envs={n}) got actions of shape "
+                f"{jnp.shape(actions)} and a state batch of "
+                f"{jnp.shape(state.turn)}; both need a leading axis of {n}"
+            )
         k_step, k_reset = jax.random.split(key)
         obs, state, reward, terminated, truncated, info = jax.vmap(
-            self.env.step, in_axes=(0, 0, 0, axis))(
-                jax.random.split(k_step, n), state, actions, params)
+            self.env.step, in_axes=(0, 0, 0, axis)
+        )(jax.random.split(k_step, n), state, actions, params)
         done = terminated | truncated
-        info = dict(info, final_obs=obs)
+        info = dict(info, final_obs=obs, final_state=state)
 
         # Finished grids take fresh layouts in batch order: the j-th finished grid (its rank)
         # is reset in round j // R, from slot j % R of that round's R fresh layouts.
@@ -141,16 +151,24 @@ class BatchedAutoResetEnv:
             slot = rank - round_ * r
             take = done & (slot >= 0) & (slot < r)
             # rows[s]: the grid that takes fresh layout s (past the end when none does).
-            rows = jnp.full(r, n, jnp.int32).at[jnp.where(take, slot, r)].set(
-                jnp.arange(n, dtype=jnp.int32), mode="drop")
-            new_obs, new_state = self._fresh(jax.random.fold_in(k_reset, round_), r, params,
-                                             axis, rows)
-            put = lambda old, new: old.at[rows].set(new, mode="drop", indices_are_sorted=True)
+            rows = (
+                jnp.full(r, n, jnp.int32)
+                .at[jnp.where(take, slot, r)]
+                .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+            )
+            new_obs, new_state = self._fresh(
+                jax.random.fold_in(k_reset, round_), r, params, axis, rows
+            )
+
+            def put(old, new):
+                return old.at[rows].set(new, mode="drop", indices_are_sorted=True)
+
             return round_ + 1, put(obs, new_obs), jax.tree.map(put, state, new_state)
 
         rounds = (done.sum() + r - 1) // r
-        _, obs, state = lax.while_loop(lambda carry: carry[0] < rounds, reset_round,
-                                       (jnp.int32(0), obs, state))
+        _, obs, state = lax.while_loop(
+            lambda carry: carry[0] < rounds, reset_round, (jnp.int32(0), obs, state)
+        )
         return obs, state, reward, terminated, truncated, info
 
 
@@ -165,4 +183,3 @@ def _prefix_count(mask: jax.Array) -> jax.Array:
     within = padded @ jnp.triu(jnp.ones((block, block), jnp.float32))
     before = jnp.tril(jnp.ones((padded.shape[0],) * 2, jnp.float32), -1) @ padded.sum(1)
     return (within + before[:, None]).reshape(-1)[:n].astype(jnp.int32)
-

@@ -1,5 +1,6 @@
 """Shared test setup. The shared helper modules (``reward_testing``, ``train_testing``) sit
 beside this file, which puts this folder on ``sys.path``."""
+
 from __future__ import annotations
 
 import os

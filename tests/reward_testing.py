@@ -6,21 +6,27 @@ obstacle penalty is reachable); hand-built layouts go through ``reset_to``.
 3 blocking obstacles, no cell sharing; random rollouts.
 Both configure every shipped term, weight 1, default roles.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import ppage_jax as pj
-from ppage_jax.oracle.env import ReferenceGridWorld
-from ppage_jax.rewards.registry import Choice, get_term
 
-SHAPING = ("predator_distance", "survival", "prey_distance", "capture_proximity",
-           "potential_distance", "potential_prey_distance")
+SHAPING = (
+    "predator_distance",
+    "survival",
+    "prey_distance",
+    "capture_proximity",
+    "potential_distance",
+    "potential_prey_distance",
+)
 TERMS = ("base",) + SHAPING
 RIGHT, YPLUS, LEFT, YMINUS, NOOP = range(5)  # discrete_5; y grows downward
 
@@ -29,33 +35,51 @@ COMMON = {
     "rewards.shaping": [{"name": name, "weight": 1.0} for name in SHAPING],
     "env.termination.max_steps": 100,
 }
-SHAPE_A = dict(COMMON, **{
-    "env.size": 5, "env.obstacle_percentage": 8.0,  # floor(0.08 * 25) = 2 obstacles
-    "env.dynamics.block_agents_by_obstacles": False,
-    "agents.predators.count": 3, "agents.preys.count": 2, "agents.preys.speed": 1,
-    "env.termination.capture_threshold": 5,
-})
-SHAPE_B = dict(COMMON, **{
-    "env.size": 6, "env.obstacle_percentage": 10.0,  # 3 obstacles
-    "env.dynamics.allow_cell_sharing": False,
-    "agents.predators.count": 2, "agents.preys.count": 2, "agents.preys.speed": 2,
-    "env.termination.capture_threshold": 2, "env.termination.max_steps": 8,
-})
+SHAPE_A = dict(
+    COMMON,
+    **{
+        "env.size": 5,
+        "env.obstacle_percentage": 8.0,  # floor(0.08 * 25) = 2 obstacles
+        "env.dynamics.block_agents_by_obstacles": False,
+        "agents.predators.count": 3,
+        "agents.preys.count": 2,
+        "agents.preys.speed": 1,
+        "env.termination.capture_threshold": 5,
+    },
+)
+SHAPE_B = dict(
+    COMMON,
+    **{
+        "env.size": 6,
+        "env.obstacle_percentage": 10.0,  # 3 obstacles
+        "env.dynamics.allow_cell_sharing": False,
+        "agents.predators.count": 2,
+        "agents.preys.count": 2,
+        "agents.preys.speed": 2,
+        "env.termination.capture_threshold": 2,
+        "env.termination.max_steps": 8,
+    },
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def env_a() -> pj.GridWorld:
     return pj.make(pj.load_config(None, SHAPE_A))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def env_b() -> pj.GridWorld:
     return pj.make(pj.load_config(None, SHAPE_B))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jit_step(env: pj.GridWorld):
     return jax.jit(env.step)
+
+
+@functools.cache
+def jit_reset_to(env: pj.GridWorld):
+    return jax.jit(env.reset_to)
 
 
 def run_turn(env: pj.GridWorld, positions, actions, obstacles, params=None, captured=None):
@@ -66,15 +90,27 @@ def run_turn(env: pj.GridWorld, positions, actions, obstacles, params=None, capt
     if captured is not None:
         state = state.replace(captured=jnp.asarray(captured, bool))
     _, after, reward, terminated, truncated, info = jit_step(env)(
-        jax.random.PRNGKey(0), state, jnp.asarray(actions, jnp.int32), params)
+        jax.random.PRNGKey(0), state, jnp.asarray(actions, jnp.int32), params
+    )
     terms = np.asarray(info["reward_terms"])
     np.testing.assert_allclose(np.asarray(reward), terms.sum(axis=1), rtol=1e-6, atol=1e-5)
-    return after, bool(terminated), bool(truncated), dict(zip(env.reward_terms, terms.T))
+    return (
+        after,
+        bool(terminated),
+        bool(truncated),
+        dict(zip(env.reward_terms, terms.T, strict=True)),
+    )
 
 
-def with_terms(env: pj.GridWorld, params, weights: Mapping[str, float] | None = None,
-               term_params: Mapping[str, Mapping[str, Any]] | None = None, gamma=None,
-               capture_threshold=None, max_steps=None):
+def with_terms(
+    env: pj.GridWorld,
+    params,
+    weights: Mapping[str, float] | None = None,
+    term_params: Mapping[str, Mapping[str, Any]] | None = None,
+    gamma=None,
+    capture_threshold=None,
+    max_steps=None,
+):
     """New traced params (never a new compile) with some values replaced."""
     if weights:
         params = env.with_weights(params, **weights)
@@ -89,43 +125,21 @@ def with_terms(env: pj.GridWorld, params, weights: Mapping[str, float] | None = 
     return params
 
 
-def oracle_for(env: pj.GridWorld, params) -> ReferenceGridWorld:
-    """The NumPy oracle configured exactly like ``env`` under traced ``params``."""
-    weights = np.asarray(params.reward.weights, np.float64)
-    terms = []
-    for entry, weight in zip(env.composer.entries, weights):
-        spec = get_term(entry.name)
-        values = {}
-        for key, value in params.reward.term_params[entry.name].items():
-            declared = spec.params[key]
-            values[key] = (declared.options[int(value)] if isinstance(declared, Choice)
-                           else float(value))
-        terms.append({"name": entry.name, "weight": float(weight), "params": values,
-                      "applies_to": entry.applies_to})
-    stamina = [None if s >= 2**30 else int(s) for s in np.asarray(params.stamina)]
-    max_steps = int(params.max_steps)
-    return ReferenceGridWorld(
-        size=env.layout.size, n_predators=env.layout.n_predators, n_prey=env.layout.n_prey,
-        speeds=[int(s) for s in np.asarray(params.speeds)], stamina=stamina,
-        allow_cell_sharing=env.layout.allow_cell_sharing,
-        block_agents_by_obstacles=env.layout.block_agents_by_obstacles,
-        capture_threshold=int(params.capture_threshold),
-        max_steps=None if max_steps >= 2**31 - 1 else max_steps,
-        action_table=env.action_table, reward_terms=terms,
-        gamma=float(params.reward.gamma), num_obstacles=env.layout.num_obstacles)
-
-
 def random_params(env: pj.GridWorld, rng: np.random.Generator):
     """Random traced weights, base params, credit mode, radius and gamma."""
-    weights = {name: float(rng.choice([0.0, 1.0, rng.uniform(-2.0, 2.0)]))
-               for name in env.reward_terms}
+    weights = {
+        name: float(rng.choice([0.0, 1.0, rng.uniform(-2.0, 2.0)])) for name in env.reward_terms
+    }
     term_params = {
-        "base": {"credit": str(rng.choice(["full", "split", "team"])),
-                 "capture_reward": float(rng.uniform(1, 200)),
-                 "step_cost": float(rng.uniform(0, 10)),
-                 "captured_penalty": float(rng.uniform(0, 200)),
-                 "obstacle_penalty": float(rng.uniform(0, 300))},
+        "base": {
+            "credit": str(rng.choice(["full", "split", "team"])),
+            "capture_reward": float(rng.uniform(1, 200)),
+            "step_cost": float(rng.uniform(0, 10)),
+            "captured_penalty": float(rng.uniform(0, 200)),
+            "obstacle_penalty": float(rng.uniform(0, 300)),
+        },
         "capture_proximity": {"radius": float(rng.choice([0.0, 1.0, 2.5]))},
     }
-    return with_terms(env, env.default_params, weights, term_params,
-                      gamma=float(rng.choice([1.0, 0.9, 0.99])))
+    return with_terms(
+        env, env.default_params, weights, term_params, gamma=float(rng.choice([1.0, 0.9, 0.99]))
+    )

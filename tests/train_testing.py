@@ -6,6 +6,7 @@ predator needs 6 turns; an episode is cut at 20. Observations are ``local_only``
 captured flag), enough for a fixed start. Untrained greedy policies wander or stand still
 (zero Q-tables pick action 0, "right", forever) and never capture within 20 turns.
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,15 +15,15 @@ import jax
 import jax.numpy as jnp
 
 import ppage_jax as pj
+from ppage_jax.episodes import episode_keys, play_episodes
 from ppage_jax.train import algorithm, make_train_config
-from ppage_jax.train.evaluate import episode_keys, make_actor, run_episodes
+from ppage_jax.train.evaluate import matchup_policy
 
 OPTIMAL_STEPS = 6
 MAX_STEPS = 20
 
 
-def tiny_config(algo: str, params: dict | None = None, total_timesteps: int = 20_000,
-                **overrides):
+def tiny_config(algo: str, params: dict | None = None, total_timesteps: int = 20_000, **overrides):
     """The tiny task's Config for ``algo`` with hyperparameters ``params``."""
     base = {
         "env.size": 5,
@@ -54,7 +55,7 @@ def train_seeds(tc, n: int = 2, params=None):
     return vmapped_train(tc.algorithm)(seeds(n), tc, params)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vmapped_train(name: str):
     return jax.jit(jax.vmap(algorithm(name).train, in_axes=(0, None, None)))
 
@@ -65,15 +66,17 @@ def greedy_lengths(tc, policies) -> tuple[jax.Array, jax.Array]:
     return _greedy_evaluator(tc)(policies)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _greedy_evaluator(tc):
     params = tc.env.default_params
     keys = episode_keys(1000, 4)
 
     def one(policy):
-        out = run_episodes(tc, make_actor(tc, policy, params), params, keys)
-        return out["length"].astype(jnp.float32).mean(), out["captured"].astype(
-            jnp.float32).mean()
+        greedy = matchup_policy(tc, policy, params, "greedy", "greedy")
+        out = play_episodes(tc.env, greedy, keys, params)
+        return out["episode_length"].astype(jnp.float32).mean(), out["captured"].astype(
+            jnp.float32
+        ).mean()
 
     return jax.jit(jax.vmap(one))
 
@@ -81,8 +84,16 @@ def _greedy_evaluator(tc):
 def untrained_policies(tc, n: int = 2):
     module = algorithm(tc.algorithm)
     params = tc.env.default_params
-    return jax.vmap(lambda k: module.policy_state(module.init(k, tc, params)))(seeds(n))
+    return jax.jit(jax.vmap(lambda k: module.policy_state(module.init(k, tc, params))))(seeds(n))
 
 
-__all__ = ["MAX_STEPS", "OPTIMAL_STEPS", "greedy_lengths", "make_train_config", "seeds",
-           "tiny_config", "train_seeds", "untrained_policies"]
+__all__ = [
+    "MAX_STEPS",
+    "OPTIMAL_STEPS",
+    "greedy_lengths",
+    "make_train_config",
+    "seeds",
+    "tiny_config",
+    "train_seeds",
+    "untrained_policies",
+]

@@ -13,10 +13,11 @@ metric family) and a *run* is one seed. All functions are host-side NumPy.
   of Y, ties counting one half (the Mann-Whitney U statistic over ``m * n``), averaged over
   tasks; :func:`probability_of_improvement_ci` bootstraps it, resampling both sides.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,7 +51,8 @@ def _as_runs_tasks(scores) -> np.ndarray:
 
 
 def iqm(scores, axis: int = -1) -> np.ndarray | float:
-    """Interquartile mean along ``axis``: trim ``floor(n/4)`` runs from each end, average the rest."""
+    """Interquartile mean along ``axis``: trim ``floor(n/4)`` runs from each end, average the
+    rest."""
     arr = np.sort(np.asarray(scores, dtype=np.float64), axis=axis)
     n = arr.shape[axis]
     if n == 0:
@@ -70,21 +72,23 @@ def mean(scores, axis: int = -1) -> np.ndarray | float:
 STATISTICS: dict[str, Statistic] = {"iqm": iqm, "mean": mean}
 
 
-def stratified_resample_indices(rng: np.random.Generator, runs: int, tasks: int,
-                                reps: int) -> np.ndarray:
+def stratified_resample_indices(
+    rng: np.random.Generator, runs: int, tasks: int, reps: int
+) -> np.ndarray:
     """int[reps, runs, tasks]: for each replicate and task, ``runs`` run indices drawn with
     replacement from that task's own runs (the stratification)."""
     return rng.integers(0, runs, size=(reps, runs, tasks))
 
 
-def bootstrap_distribution(scores, statistic: Statistic | str = "iqm", reps: int = 2000,
-                           seed: int = 0) -> np.ndarray:
+def bootstrap_distribution(
+    scores, statistic: Statistic | str = "iqm", reps: int = 2000, seed: int = 0
+) -> np.ndarray:
     """float[reps]: the statistic (over all runs and tasks pooled) of stratified resamples."""
     stat = STATISTICS[statistic] if isinstance(statistic, str) else statistic
     arr = _as_runs_tasks(scores)
     runs, tasks = arr.shape
     idx = stratified_resample_indices(np.random.default_rng(seed), runs, tasks, reps)
-    resampled = arr[idx, np.arange(tasks)[None, None, :]]          # [reps, runs, tasks]
+    resampled = arr[idx, np.arange(tasks)[None, None, :]]  # [reps, runs, tasks]
     return np.asarray(stat(resampled.reshape(reps, runs * tasks), axis=-1))
 
 
@@ -96,8 +100,13 @@ def _percentile_interval(point: float, samples: np.ndarray, confidence: float) -
     return Interval(float(point), float(low), float(high))
 
 
-def bootstrap_ci(scores, statistic: Statistic | str = "iqm", confidence: float = 0.95,
-                 reps: int = 2000, seed: int = 0) -> Interval:
+def bootstrap_ci(
+    scores,
+    statistic: Statistic | str = "iqm",
+    confidence: float = 0.95,
+    reps: int = 2000,
+    seed: int = 0,
+) -> Interval:
     """Point estimate and percentile stratified-bootstrap CI of ``statistic``.
 
     The point estimate is the statistic over all runs and tasks pooled. With a single run the
@@ -130,8 +139,9 @@ def probability_of_improvement(x, y) -> float:
     return float(_poi_per_task(xa, ya).mean())
 
 
-def probability_of_improvement_ci(x, y, confidence: float = 0.95, reps: int = 2000,
-                                  seed: int = 0) -> Interval:
+def probability_of_improvement_ci(
+    x, y, confidence: float = 0.95, reps: int = 2000, seed: int = 0
+) -> Interval:
     """:func:`probability_of_improvement` with a stratified-bootstrap CI (both sides resampled)."""
     xa, ya = _as_runs_tasks(x), _as_runs_tasks(y)
     if xa.shape[1] != ya.shape[1]:

@@ -1,4 +1,5 @@
 """The ``ppage-jax`` command line: ``main`` and one module per subcommand."""
+
 from ppage_jax.cli.main import add_config_arguments, load_cli_config, main
 
 __all__ = ["add_config_arguments", "load_cli_config", "main"]

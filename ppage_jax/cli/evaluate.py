@@ -1,38 +1,90 @@
-"""Reload a run directory's checkpoint and evaluate it greedily on held-out seeds beside
-random predators (the run's eval block unless --episodes/--seed/--max-steps say otherwise)."""
+"""Reload a run directory's checkpoint and evaluate it on held-out seeds beside baselines
+(the run's eval block unless --episodes/--seed/--max-steps say otherwise); print the tables
+and rewrite the run's capture_curves.png (docs/evaluation.md explains the metrics)."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from ppage_jax.config import load_config, parse_override
-from ppage_jax.train import make_train_config
-from ppage_jax.train import report
+from ppage_jax.artifacts import OutputError, prepare_output_dir
+from ppage_jax.cli.args import positive_int, seed_number
+from ppage_jax.config import Config, load_config, parse_override
+from ppage_jax.state import EnvParams
+from ppage_jax.train import make_train_config, report
 from ppage_jax.train.checkpoint import CheckpointError, load_checkpoint
-from ppage_jax.train.evaluate import evaluate
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.evaluate import evaluate_episodes, rows_for, summarize_rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a directory written by ppage-jax run")
-    parser.add_argument("--episodes", type=int, default=None, help="episodes to evaluate")
-    parser.add_argument("--seed", type=int, default=None, help="first seed of the eval block")
-    parser.add_argument("--max-steps", type=int, default=None, help="step cap per episode")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE",
-                        help="evaluate under a changed config (shapes must match), e.g. "
-                             "--set experiment.roles.preys=evade")
+    parser.add_argument("--episodes", type=positive_int, default=None, help="episodes to evaluate")
+    parser.add_argument(
+        "--seed", type=seed_number, default=None, help="first seed of the eval block"
+    )
+    parser.add_argument("--max-steps", type=positive_int, default=None, help="step cap per episode")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="evaluate under a changed config (shapes must match), e.g. "
+        "--set experiment.roles.preys=evade",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def run_evaluation(
+    run_dir: Path,
+    config: Config,
+    tc: TrainConfig,
+    policies: Any,
+    params: EnvParams,
+    quiet: bool = False,
+) -> dict:
+    """Evaluate ``policies`` (stacked over seeds) on the config's eval block, write
+    ``run_dir/capture_curves.png``, print the tables (unless ``quiet``) and return
+    summary.json's ``evaluation`` section: ``episodes``, ``seed``, ``max_steps`` and
+    ``rows`` (``{row: summary}``, rows of :data:`ppage_jax.train.evaluate.ROWS`)."""
+    ev = config["experiment"]["eval"]
+    cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
+    which = rows_for(tc)
+    played = evaluate_episodes(
+        tc, policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
+    )
+    rows = summarize_rows(tc, played, which, cap)
+    curves = report.plot_capture_curves(run_dir, played, rows, cap)
+    if not quiet:
+        num_seeds = next(iter(played.values()))["captured"].shape[0]
+        print(
+            f"\nheld-out evaluation of {tc.algorithm}: {ev['episodes']} episodes (layouts of "
+            f"seeds [{ev['seed']}, {ev['seed'] + ev['episodes']})) x {num_seeds} trained "
+            f"seed(s) pooled, step limit {cap}; time to capture is censored at the limit "
+            f"(RMST, Kaplan-Meier median)\n"
+        )
+        print(report.summary_table(rows, cap))
+        print(f"\ncapture curves: {curves}")
+    return {"episodes": ev["episodes"], "seed": ev["seed"], "max_steps": cap, "rows": rows}
 
 
 def main(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     overrides = dict(parse_override(text) for text in args.overrides)
-    for key, value in (("episodes", args.episodes), ("seed", args.seed),
-                       ("max_steps", args.max_steps)):
+    for key, value in (
+        ("episodes", args.episodes),
+        ("seed", args.seed),
+        ("max_steps", args.max_steps),
+    ):
         if value is not None:
             overrides[f"experiment.eval.{key}"] = value
+    if not (run_dir / report.CONFIG_FILE).is_file():
+        raise OutputError(f"{run_dir} is not a run directory (no {report.CONFIG_FILE})")
+    prepare_output_dir(run_dir, "run directory")  # capture_curves.png is rewritten there
     config = load_config(run_dir / report.CONFIG_FILE, overrides)
     tc = make_train_config(config)
     try:
@@ -40,15 +92,11 @@ def main(args: argparse.Namespace) -> int:
     except (CheckpointError, FileNotFoundError) as err:
         print(f"cannot evaluate: {err}", file=sys.stderr)
         return 2
-    ev = config["experiment"]["eval"]
-    cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
-    results = evaluate(tc, policies, tc.env.default_params, ev["seed"], ev["episodes"],
-                       ev["max_steps"])
+    if not args.json:
+        print(f"{run_dir}: {tc.algorithm}")
+    evaluation = run_evaluation(
+        run_dir, config, tc, policies, tc.env.default_params, quiet=args.json
+    )
     if args.json:
-        print(json.dumps(report._clean(results), indent=2))
-        return 0
-    print(f"{run_dir}: {tc.algorithm}, {ev['episodes']} episodes, seeds "
-          f"[{ev['seed']}, {ev['seed'] + ev['episodes']}), greedy actions")
-    print(report.summary_table(results, cap))
-    print(report.TABLE_LEGEND)
+        print(json.dumps(report._clean(evaluation), indent=2))
     return 0

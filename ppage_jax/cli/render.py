@@ -1,6 +1,9 @@
-"""Write an animated GIF of one episode: random actions, or the greedy trained policy of a run
-(`--run RUN_DIR`, a directory written by `ppage-jax run`). CONFIG_DIR may be the run's own
-resolved config: `ppage-jax render RUN_DIR/config.yaml --run RUN_DIR`."""
+"""Write one episode as an animated GIF, or as a self-contained HTML inspector page when
+`--out` ends in .html (replay with a step slider, per-term rewards and returns of every agent):
+random actions, or the greedy trained policy of a run (`--run RUN_DIR`, a directory written by
+`ppage-jax run`). CONFIG_DIR may be the run's own resolved config:
+`ppage-jax render RUN_DIR/config.yaml --run RUN_DIR`."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,31 +12,58 @@ from pathlib import Path
 
 import jax
 
+from ppage_jax.cli.args import int_at_least, positive_float, positive_int, seed_number
 from ppage_jax.cli.main import add_config_arguments, load_cli_config
 from ppage_jax.env import make
 from ppage_jax.viz.frames import DEFAULT_CELL_PX, render_episode, write_gif
+from ppage_jax.viz.inspector import write_episode_html
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
-    parser.add_argument("--run", metavar="RUN_DIR", default=None,
-                        help="act with the trained policy saved in this run directory "
-                             "(default: uniformly random actions)")
-    parser.add_argument("--out", default="episode.gif", help="GIF path (default episode.gif)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="episode seed (default: experiment.seed)")
-    parser.add_argument("--max-steps", type=int, default=100,
-                        help="stop after this many turns if the episode has not ended (100)")
-    parser.add_argument("--fps", type=float, default=4.0, help="frames per second (4)")
-    parser.add_argument("--cell-px", type=int, default=DEFAULT_CELL_PX,
-                        help=f"pixels per grid cell ({DEFAULT_CELL_PX})")
+    parser.add_argument(
+        "--run",
+        metavar="RUN_DIR",
+        default=None,
+        help="act with the trained policy saved in this run directory "
+        "(default: uniformly random actions)",
+    )
+    parser.add_argument(
+        "--out",
+        default="episode.gif",
+        help="output path: *.html writes the episode inspector page, anything "
+        "else an animated GIF (default episode.gif)",
+    )
+    parser.add_argument(
+        "--seed", type=seed_number, default=None, help="episode seed (default: experiment.seed)"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=100,
+        help="stop after this many turns if the episode has not ended (100)",
+    )
+    parser.add_argument(
+        "--fps",
+        type=positive_float,
+        default=4.0,
+        help="frames per second (4; the page's initial playback speed)",
+    )
+    parser.add_argument(
+        "--cell-px",
+        type=int_at_least(8),
+        default=DEFAULT_CELL_PX,
+        help=f"pixels per grid cell of the GIF ({DEFAULT_CELL_PX})",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     if args.max_steps < 1 or args.cell_px < 8 or args.fps <= 0:
-        print(f"ppage-jax render: --max-steps {args.max_steps}, --cell-px {args.cell_px}, "
-              f"--fps {args.fps}: need --max-steps >= 1, --cell-px >= 8 and --fps > 0",
-              file=sys.stderr)
+        print(
+            f"ppage-jax render: --max-steps {args.max_steps}, --cell-px {args.cell_px}, "
+            f"--fps {args.fps}: need --max-steps >= 1, --cell-px >= 8 and --fps > 0",
+            file=sys.stderr,
+        )
         return 2
     config = load_cli_config(args)
     env = make(config)
@@ -42,17 +72,34 @@ def main(args: argparse.Namespace) -> int:
         try:
             policy, source = run_policy(config, env, Path(args.run))
         except (OSError, ValueError) as err:  # missing files, checkpoints that do not fit
-            print(f"ppage-jax render: {err}\n(to render a run with the config it was trained "
-                  f"with: ppage-jax render {Path(args.run) / 'config.yaml'} --run {args.run})",
-                  file=sys.stderr)
+            print(
+                f"ppage-jax render: {err}\n(to render a run with the config it was trained "
+                f"with: ppage-jax render {Path(args.run) / 'config.yaml'} --run {args.run})",
+                file=sys.stderr,
+            )
             return 2
     seed = config["experiment"]["seed"] if args.seed is None else args.seed
-    frames = render_episode(env, jax.random.PRNGKey(seed), policy, max_steps=args.max_steps,
-                            cell_px=args.cell_px)
+    if Path(args.out).suffix.lower() in (".html", ".htm"):
+        title = f"{args.config}: {source}, seed {seed}"
+        record = write_episode_html(
+            args.out,
+            env,
+            jax.random.PRNGKey(seed),
+            policy,
+            max_steps=args.max_steps,
+            title=title,
+            fps=args.fps,
+        )
+        print(f"wrote {args.out}: inspector page, {record.turns} turns ({source}, seed {seed})")
+        return 0
+    frames = render_episode(
+        env, jax.random.PRNGKey(seed), policy, max_steps=args.max_steps, cell_px=args.cell_px
+    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_gif(args.out, frames, fps=args.fps)
-    print(f"wrote {args.out}: {len(frames)} frames ({len(frames) - 1} turns, {source}, "
-          f"seed {seed})")
+    print(
+        f"wrote {args.out}: {len(frames)} frames ({len(frames) - 1} turns, {source}, seed {seed})"
+    )
     return 0
 
 

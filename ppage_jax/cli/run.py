@@ -1,56 +1,164 @@
-"""Train the configured algorithm (the main job), evaluate it greedily on held-out seeds beside
-random predators, and write a run directory: config.yaml (resolved, with its hash),
-metrics.csv, checkpoint.msgpack, summary.json, learning_curves.png and episode.gif (one
-greedy episode of the trained policy)."""
+"""Train the configured algorithm (the main job), evaluate it on held-out seeds beside
+baselines (random and greedy-chase predators against the same prey; random and greedy-evade
+prey against the same predators), and write a run directory: config.yaml (resolved, with its
+hash), metrics.csv, checkpoint.msgpack, summary.json, learning_curves.png,
+capture_curves.png and episode.gif (one greedy episode of the trained policy).
+
+Training checkpoints are written to RUN_DIR/checkpoints every experiment.checkpoint_every
+updates: after Ctrl-C (exit 130) or a crash, `ppage-jax run --resume RUN_DIR` continues and
+ends with the same metrics and parameters. A directory that already holds a run is refused
+unless --resume or --overwrite is given; a diverging run (NaN or inf loss, return or
+parameter) stops with exit status 1 (docs/runs.md)."""
+
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
 from tqdm import tqdm
 
-from ppage_jax.cli.main import add_config_arguments, load_cli_config
-from ppage_jax.viz.run_gif import write_run_gif
-from ppage_jax.train import make_train_config
-from ppage_jax.train import report
-from ppage_jax.train.checkpoint import save_checkpoint
-from ppage_jax.train.evaluate import evaluate
+from ppage_jax.artifacts import OutputError, fault, prepare_output_dir, remove_partial_files
+from ppage_jax.cli.evaluate import run_evaluation
+from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
+from ppage_jax.cli.main import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_arguments, load_cli_config
+from ppage_jax.config import Config, load_config
+from ppage_jax.tracking.base import add_logger_argument
+from ppage_jax.tracking.training import TrainingRecorder
+from ppage_jax.train import make_train_config, report
+from ppage_jax.train.checkpoint import CheckpointError, TrainingCheckpoints, save_checkpoint
+from ppage_jax.train.curriculum import config_curriculum
+from ppage_jax.train.divergence import DivergenceError
+from ppage_jax.train.monitor import monitor_table
 from ppage_jax.train.runner import run_training
+from ppage_jax.viz.inspector import write_run_html
+from ppage_jax.viz.run_gif import write_run_gif
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_config_arguments(parser)
-    parser.add_argument("--out", metavar="RUN_DIR", default=None,
-                        help="run directory (default: <output_dir>/<algorithm>-<hash>-<time>)")
+    add_config_arguments(parser, required=False)
+    parser.set_defaults(config=None)
+    parser.add_argument(
+        "--out",
+        metavar="RUN_DIR",
+        default=None,
+        help="run directory (default: <output_dir>/<algorithm>-<hash>-<time>)",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        default=None,
+        help="continue the interrupted run in RUN_DIR from its last checkpoint "
+        "(with its own config.yaml)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in --out (its artifacts and checkpoints)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_logger_argument(parser)
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 3 when the reward-hacking monitor flags the run",
+    )
+
+
+def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
+    """``(run_dir, config, resuming)``: a new run directory (refused when it holds a run,
+    unless --overwrite) or the one to resume; :class:`OutputError` (one line) otherwise."""
+    if args.resume is None:
+        if args.config is None:
+            raise OutputError("give CONFIG_DIR to start a run, or --resume RUN_DIR to continue one")
+        config = load_cli_config(args)
+        return report.prepare_run_dir(config, args.out, args.overwrite), config, False
+    given = [
+        flag
+        for flag, value in (
+            ("CONFIG_DIR", args.config),
+            ("--set", args.overrides),
+            ("--experiment", args.experiment),
+            ("--out", args.out),
+            ("--overwrite", args.overwrite),
+        )
+        if value
+    ]
+    if given:
+        raise OutputError(
+            f"--resume continues {args.resume} with its own "
+            f"{report.CONFIG_FILE}; drop {', '.join(given)}"
+        )
+    run_dir = Path(args.resume)
+    if not (run_dir / report.CONFIG_FILE).is_file():
+        raise OutputError(f"{run_dir} is not a run directory (no {report.CONFIG_FILE})")
+    prepare_output_dir(run_dir, "run directory")
+    remove_partial_files(run_dir)
+    return run_dir, load_config(run_dir / report.CONFIG_FILE), True
 
 
 def main(args: argparse.Namespace) -> int:
-    config = load_cli_config(args)
+    run_dir, config, resuming = open_run(args)
     tc = make_train_config(config)
     env, exp = tc.env, config["experiment"]
     params = env.default_params
-    run_dir = report.new_run_dir(config, args.out)
-    report.write_config(run_dir, config)
-    print(f"config {config.path} (hash {tc.config_hash}): {env.num_agents} agents "
-          f"{list(env.agent_names)}, {env.layout.size}x{env.layout.size}, "
-          f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
-          f"({env.observation_size}), terms {list(env.reward_terms)}")
-    print(f"training {tc.algorithm} ({', '.join(f'{r}s: {p}' for r, p in zip(('predator', 'prey'), tc.roles))}): "
-          f"{exp['num_seeds']} seed(s) x {tc.num_envs} grids x {tc.num_updates} updates of "
-          f"{tc.steps_per_update} turns on {jax.devices()[0].platform} -> {run_dir}")
+    resume_command = f"ppage-jax run --resume {run_dir}"
+    checkpoints = TrainingCheckpoints(
+        run_dir / report.TRAINING_CHECKPOINTS, tc, exp["checkpoint_every"]
+    )
+    try:
+        latest = checkpoints.latest()  # a bad checkpoint fails now, before any work
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if resuming and (run_dir / report.SUMMARY_FILE).is_file():
+        print(f"{run_dir} is already complete ({report.SUMMARY_FILE}); nothing to resume")
+        return 0
+    if resuming:
+        print(
+            f"resuming {run_dir} from "
+            + (f"update {latest['updates']}" if latest else "the start (no checkpoint was written)")
+        )
+    else:
+        report.write_config(run_dir, config)
+    restored_steps = (latest["updates"] if latest else 0) * tc.env_steps_per_update
+    print(
+        f"config {config.path} (hash {tc.config_hash}): {env.num_agents} agents "
+        f"{list(env.agent_names)}, {env.layout.size}x{env.layout.size}, "
+        f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
+        f"({env.observation_size}), terms {list(env.reward_terms)}"
+    )
+    roles = ", ".join(f"{r}s: {p}" for r, p in zip(("predator", "prey"), tc.roles, strict=True))
+    print(
+        f"training {tc.algorithm} ({roles}): "
+        f"{exp['num_seeds']} seed(s) x {tc.num_envs} grids x {tc.num_updates} updates of "
+        f"{tc.steps_per_update} turns on {jax.devices()[0].platform} -> {run_dir}"
+    )
 
     total = tc.num_updates * tc.env_steps_per_update * exp["num_seeds"]
-    bar = tqdm(total=total, unit="step", unit_scale=True, disable=args.no_progress,
-               desc="compiling", dynamic_ncols=True)
-    last = {"steps": 0, "start": None, "start_steps": 0}
+    done_before = restored_steps * exp["num_seeds"]
+    bar = tqdm(
+        total=total,
+        unit="step",
+        unit_scale=True,
+        disable=args.no_progress,
+        desc="compiling",
+        dynamic_ncols=True,
+        initial=done_before,
+    )
+    last = {"steps": done_before, "start": None, "start_steps": done_before}
+
+    recorder = TrainingRecorder(tc, config, params, run_dir, args.logger)
 
     def on_chunk(metrics: dict, env_steps: int, runner) -> None:
+        for flag in recorder.add_chunk(metrics, env_steps):
+            tqdm.write(flag.message)
         done = env_steps * exp["num_seeds"]
         now = time.perf_counter()
-        if last["start"] is None:    # the first chunk includes the compile: time from here
+        if last["start"] is None:  # the first chunk includes the compile: time from here
             bar.set_description(tc.algorithm)
             last["start"], last["start_steps"] = now, done
         bar.update(done - last["steps"])
@@ -65,43 +173,137 @@ def main(args: argparse.Namespace) -> int:
             text += f", capture {np.nanmean(capture):.2f}, ep len {np.nanmean(length):.1f}"
         bar.set_postfix_str(text)
 
-    result = run_training(tc, params, exp["seed"], exp["num_seeds"], on_chunk)
-    bar.close()
-    steps_per_second = result.env_steps * exp["num_seeds"] / result.seconds
-    print(f"trained {result.env_steps:,} env steps per seed in {result.seconds:.1f} s "
-          f"({steps_per_second:,.0f} env-steps/s incl. {result.compile_seconds:.1f} s compile)")
+    with StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop:
+        try:
+            result = run_training(
+                tc,
+                params,
+                exp["seed"],
+                exp["num_seeds"],
+                on_chunk,
+                curriculum=config_curriculum(config),
+                checkpoints=checkpoints,
+                should_stop=stop,
+            )
+        except CheckpointError as err:
+            bar.close()
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except DivergenceError as err:
+            bar.close()
+            return diverged(err, tc, run_dir, recorder, resume_command)
+        finally:
+            checkpoints.close()
+        bar.close()
+        if result.stopped:
+            kept = (
+                f"checkpoint of update {result.checkpoint} in {checkpoints.directory}"
+                if result.checkpoint is not None
+                else f"{run_dir / report.CONFIG_FILE} (no update finished)"
+            )
+            print(f"interrupted: kept {kept}; resume with: {resume_command}", file=sys.stderr)
+            recorder.close()
+            return EXIT_INTERRUPTED
+        return finish(args, config, tc, run_dir, result, recorder, stop, resume_command)
 
-    rows = report.metric_rows(tc, result.metrics)
+
+def diverged(err: DivergenceError, tc, run_dir: Path, recorder, resume_command: str) -> int:
+    """Report a diverged run: the error, metrics.csv up to it, the last good checkpoint."""
+    recorder.close()
+    if err.metrics:
+        report.write_metrics(run_dir, recorder.final_rows(err.metrics))
+    kept = (
+        f"the last good checkpoint is update {err.checkpoint} in "
+        f"{run_dir / report.TRAINING_CHECKPOINTS}"
+        if err.checkpoint is not None
+        else "no checkpoint was written before it"
+    )
+    print(
+        f"error: {err}; {kept}; {run_dir / report.METRICS_FILE} holds every update up to "
+        f"it (lower the learning rate or check the reward weights)",
+        file=sys.stderr,
+    )
+    return EXIT_DIVERGED
+
+
+def finish(
+    args: argparse.Namespace,
+    config: Config,
+    tc,
+    run_dir: Path,
+    result,
+    recorder,
+    stop,
+    resume_command: str,
+) -> int:
+    """Evaluate the trained policy and write the run's artifacts (summary.json last)."""
+    exp = config["experiment"]
+    params = tc.env.default_params
+
+    def interrupted() -> bool:
+        if stop():
+            print(
+                f"interrupted after training (its checkpoint, update {result.checkpoint}, "
+                f"is kept); resume with: {resume_command} to write the evaluation and "
+                f"reports",
+                file=sys.stderr,
+            )
+        return stop()
+
+    steps_per_second = result.env_steps * exp["num_seeds"] / result.seconds
+    print(
+        f"trained {result.env_steps:,} env steps per seed in {result.seconds:.1f} s "
+        f"({steps_per_second:,.0f} env-steps/s incl. {result.compile_seconds:.1f} s compile)"
+        + (f"; resumed from update {result.resumed_from}" if result.resumed_from else "")
+    )
+
+    rows = recorder.final_rows(result.metrics)  # report.metric_rows + monitor columns
     report.write_metrics(run_dir, rows)
     save_checkpoint(run_dir / report.CHECKPOINT_FILE, tc, result.policies)
 
     ev = exp["eval"]
-    cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
-    evaluation = evaluate(tc, result.policies, params, ev["seed"], ev["episodes"],
-                          ev["max_steps"])
-    table = report.summary_table(evaluation, cap)
-    print(f"\nheld-out evaluation: {ev['episodes']} episodes, seeds "
-          f"[{ev['seed']}, {ev['seed'] + ev['episodes']}), greedy actions, "
-          f"{exp['num_seeds']} trained seed(s) pooled")
-    print(table)
-    print(report.TABLE_LEGEND)
-    report.plot_learning_curves(run_dir, tc, result.metrics, evaluation.get("random_predators"))
+    if interrupted():
+        return EXIT_INTERRUPTED
+    fault("eval")  # testing hook: killed during the evaluation
+    evaluation = run_evaluation(run_dir, config, tc, result.policies, params)
+    if interrupted():
+        return EXIT_INTERRUPTED
+    report.plot_learning_curves(run_dir, tc, result.metrics, evaluation["rows"].get("random"))
     write_run_gif(run_dir, tc, result.policies, params, seed=ev["seed"])  # episode.gif
-    report.write_summary(run_dir, {
-        "config_hash": tc.config_hash,
-        "algorithm": tc.algorithm,
-        "roles": dict(zip(("predators", "preys"), tc.roles)),
-        "num_seeds": exp["num_seeds"],
-        "num_envs": tc.num_envs,
-        "num_updates_run": int(np.asarray(result.metrics["active"]).shape[1]),
-        "env_steps_per_seed": result.env_steps,
-        "train_seconds": result.seconds,
-        "compile_seconds": result.compile_seconds,
-        "env_steps_per_second": steps_per_second,
-        "device": str(jax.devices()[0]),
-        "final_training": report.last_active_rows(rows),
-        "evaluation": {"episodes": ev["episodes"], "seed": ev["seed"], "max_steps": cap,
-                       "results": evaluation},
-    })
+    write_run_html(run_dir, tc, result.policies, params, seed=ev["seed"])  # episode.html
+    if interrupted():
+        return EXIT_INTERRUPTED
+    report.write_summary(
+        run_dir,
+        {
+            "config_hash": tc.config_hash,
+            "algorithm": tc.algorithm,
+            "roles": dict(zip(("predators", "preys"), tc.roles, strict=True)),
+            "num_seeds": exp["num_seeds"],
+            "num_envs": tc.num_envs,
+            "num_updates_run": int(np.asarray(result.metrics["active"]).shape[1]),
+            "env_steps_per_seed": result.env_steps,
+            "train_seconds": result.seconds,
+            "compile_seconds": result.compile_seconds,
+            "resumed_from_update": result.resumed_from,
+            "env_steps_per_second": steps_per_second,
+            "device": str(jax.devices()[0]),
+            "final_training": report.last_active_rows(rows),
+            "evaluation": evaluation,
+            "monitor": recorder.monitor.summary(),
+        },
+    )
+    recorder.finish(evaluation, run_dir / "episode.gif")
+    print("\n" + monitor_table(recorder.monitor.summary(), exp["num_seeds"]))
+    spent = recorder.seconds()
+    print(
+        "tracking: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
+        + f" ({100 * sum(spent.values()) / result.seconds:.1f} % of the "
+        f"{result.seconds:.1f} s of training)"
+    )
     print(f"\nrun directory: {run_dir}")
+    if args.strict and recorder.monitor.flags:
+        print("--strict: the reward-hacking monitor flagged this run (exit status 3)")
+        return 3
     return 0

@@ -1,35 +1,79 @@
 """Run a reward-ablation sweep: arms (reward designs) x seeds, trained and evaluated as one
 compiled program, with results.csv, curves.csv, report.md and plots in the output directory.
-Without SWEEP.yaml it runs PPAGE's four conditions (configs/ablation/sweep.yaml)."""
+Without SWEEP.yaml it runs PPAGE's four conditions (configs/ablation/sweep.yaml).
+
+Finished chunks are committed as they end: after Ctrl-C or a crash, `ppage-jax sweep --resume
+OUT_DIR` runs only the unfinished ones. An output directory that holds a sweep is refused
+unless --resume or --overwrite is given (docs/runs.md)."""
+
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from ppage_jax.config import parse_override
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
+from ppage_jax.analysis.sweep.writer import read_manifest
+from ppage_jax.artifacts import OutputError
+from ppage_jax.cli.args import positive_int
+from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
+from ppage_jax.config import parse_override
+from ppage_jax.tracking.base import add_logger_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sweep", metavar="SWEEP.yaml", nargs="?", default=None,
-                        help="sweep file (default: configs/ablation/sweep.yaml, PPAGE's "
-                             "four-condition ablation)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE",
-                        help="override a config key of every arm, e.g. --set "
-                             "experiment.total_timesteps=100000 (value read as YAML)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per arm")
-    parser.add_argument("--arms", default=None, metavar="A,B",
-                        help="run only these arms (the baseline arm is always kept)")
-    parser.add_argument("--output", default=None, metavar="DIR",
-                        help="output directory (default: the sweep's output_dir)")
-    parser.add_argument("--chunk-size", type=int, default=None,
-                        help="runs per compiled call (default: as many as fit in memory)")
+    parser.add_argument(
+        "sweep",
+        metavar="SWEEP.yaml",
+        nargs="?",
+        default=None,
+        help="sweep file (default: configs/ablation/sweep.yaml, PPAGE's four-condition ablation)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key of every arm, e.g. --set "
+        "experiment.total_timesteps=100000 (value read as YAML)",
+    )
+    parser.add_argument("--seeds", type=positive_int, default=None, help="seeds per arm")
+    parser.add_argument(
+        "--arms",
+        default=None,
+        metavar="A,B",
+        help="run only these arms (the baseline arm is always kept)",
+    )
+    parser.add_argument(
+        "--output",
+        default=None,
+        metavar="DIR",
+        help="output directory (default: the sweep's output_dir)",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=None,
+        help="runs per compiled call (default: as many as fit in memory)",
+    )
+    parser.add_argument(
+        "--resume",
+        metavar="OUT_DIR",
+        default=None,
+        help="continue the interrupted sweep in OUT_DIR (its sweep file, "
+        "overrides and arms are read from OUT_DIR/manifest.json)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace the sweep already in the output directory"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_logger_argument(parser)
 
 
-def main(args: argparse.Namespace) -> int:
+def _source(args: argparse.Namespace) -> dict:
+    """The sweep file, overrides and arms of this command line (recorded for --resume)."""
     overrides: dict = {}
     if args.overrides:
         overrides["set"] = dict(parse_override(text) for text in args.overrides)
@@ -37,16 +81,78 @@ def main(args: argparse.Namespace) -> int:
         overrides["seeds"] = args.seeds
     if args.chunk_size is not None:
         overrides["chunk_size"] = args.chunk_size
-    if args.output is not None:
-        overrides["output_dir"] = args.output
     path = args.sweep if args.sweep is not None else default_sweep_file()
-    spec = load_sweep(path, overrides, arms=args.arms.split(",") if args.arms else None)
-    print(f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
-          f"{list(spec.terms)}, baseline {spec.baseline}", file=sys.stderr)
-    summary = run_sweep(spec, progress=not args.no_progress)
-    print(f"{len(summary['runs'])} runs in {summary['seconds']:.1f} s "
-          f"({summary['compile_seconds']:.1f} s compiling, {summary['chunks']} chunk(s) of "
-          f"{summary['chunk_size']}); wrote {summary['output_dir']}/results.csv, curves.csv, "
-          f"report.md")
-    print(open(summary["report"]).read())
+    return {
+        "sweep": str(Path(path).resolve()) if path is not None else None,
+        "overrides": overrides,
+        "arms": args.arms.split(",") if args.arms else None,
+    }
+
+
+def _resumed_source(args: argparse.Namespace) -> dict:
+    given = [
+        flag
+        for flag, value in (
+            ("SWEEP.yaml", args.sweep),
+            ("--set", args.overrides),
+            ("--seeds", args.seeds),
+            ("--arms", args.arms),
+            ("--output", args.output),
+            ("--chunk-size", args.chunk_size),
+            ("--overwrite", args.overwrite),
+        )
+        if value
+    ]
+    if given:
+        raise OutputError(
+            f"--resume continues the sweep recorded in {args.resume}; drop {', '.join(given)}"
+        )
+    source = read_manifest(args.resume).get("source")
+    if not isinstance(source, dict):
+        raise OutputError(
+            f"{args.resume}: its manifest does not say how the sweep was "
+            f"started; resume it from Python with run_sweep(spec, resume=True)"
+        )
+    return source
+
+
+def main(args: argparse.Namespace) -> int:
+    source = _resumed_source(args) if args.resume else _source(args)
+    overrides = dict(source["overrides"])
+    output = args.resume or args.output
+    if output is not None:
+        overrides["output_dir"] = output
+    spec = load_sweep(source["sweep"], overrides, arms=source["arms"])
+    print(
+        f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
+        f"{list(spec.terms)}, baseline {spec.baseline}",
+        file=sys.stderr,
+    )
+    with StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop:
+        summary = run_sweep(
+            spec,
+            progress=not args.no_progress,
+            loggers=args.logger,
+            resume=args.resume is not None,
+            overwrite=args.overwrite,
+            should_stop=stop,
+            source=source,
+        )
+    out = summary["output_dir"]
+    if summary["stopped"]:
+        done = sum(1 for _ in summary["results"])
+        print(
+            f"interrupted: kept {summary['chunks']} finished chunk(s) ({done} of "
+            f"{len(summary['runs'])} runs) in {out}; resume with: ppage-jax sweep --resume "
+            f"{out}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    print(
+        f"{len(summary['runs'])} runs in {summary['seconds']:.1f} s "
+        f"({summary['compile_seconds']:.1f} s compiling, {summary['chunks']} chunk(s) of "
+        f"{summary['chunk_size']}, {summary['chunks'] - summary['chunks_run']} resumed); "
+        f"wrote {out}/results.csv, curves.csv, report.md"
+    )
+    print(Path(summary["report"]).read_text())
     return 0

@@ -1,9 +1,9 @@
-"""The dict-keyed JAX API of JaxMARL's ``MultiAgentEnv``, so JaxMARL-style baselines run as is.
+"""The dict-keyed JAX API of JaxMARL's ``MultiAgentEnv``, so JaxMARL baselines run as is.
 
 ::
 
     from ppage_jax.compat.jaxmarl import JaxMARLEnv
-    env = JaxMARLEnv("configs/1v1")
+    env = JaxMARLEnv("1v1", overrides={"env.size": 8})  # or JaxMARLEnv("1v1", env={"size": 8})
     obs, state = env.reset(key)                     # obs: {agent: float32[obs_size]}
     actions = {a: env.action_space(a).sample(k) for a, k in zip(env.agents, keys)}
     obs, state, rewards, dones, infos = env.step(key, state, actions)
@@ -13,86 +13,105 @@ As in JaxMARL, ``step`` auto-resets: when ``dones["__all__"]`` is True the retur
 state are those of a fresh episode. ``dones[agent]`` is True for the whole episode's end and
 for a prey from the step it is captured. An agent missing from the action dict takes the
 no-op; an unknown agent name raises ``ValueError`` (names are static); an action index outside
-the table is a no-op inside jitted code. Every info value is an array of shape [A] (``captured``,
-``terminated``, ``truncated``, ``reward_terms/<term>``), so baselines can reshape infos to
-``NUM_ACTORS``; with ``final_obs=True`` infos also hold ``final_obs`` float32[A, obs_size],
-the finished episode's last observation (to bootstrap on truncation). ``step`` and ``reset``
-are pure: ``jit`` and ``vmap`` them.
+the table is a no-op inside jitted code. ``step`` and ``reset`` are pure: ``jit`` and ``vmap``
+them.
+
+Every info leaf has shape [A] (``captured``, ``terminated``, ``truncated``,
+``reward_terms/<term>``), so the baselines' ``info.reshape(NUM_ACTORS)`` works. Options:
+
+- ``final_obs=True``: ``infos["final_obs"]`` holds the finished episode's last observation as
+  a tuple of ``obs_size`` columns float32[A] (a form that reshape accepts);
+  :meth:`JaxMARLEnv.stack_final_obs` turns it back into float32[..., obs_size].
+- ``world_state=True``: ``obs["world_state"]`` float32[A, state_size], the global state
+  repeated per agent as JaxMARL's MAPPO world-state wrappers build it; ``state_size`` and
+  ``get_state(state)`` give it without the option.
+- ``action_masks=True``: ``get_avail_actions`` returns the moves that change the agent's cell
+  (:meth:`GridWorld.action_mask`); off (as PPAGE), every action is available.
+
+Spaces are JaxMARL's classes when ``jaxmarl`` is installed (else gymnax's, else look-alikes),
+so its ``LogWrapper`` and ``CTRolloutManager`` accept them; observation bounds are the real
+ones of the builder.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from ppage_jax.config import Config
-from ppage_jax.env import GridWorld, make
+from ppage_jax.compat.bounds import observation_bounds
+from ppage_jax.compat.jax_spaces import Box, Discrete, space_classes
+from ppage_jax.compat.spec import ConfigLike, grid_world, resolve_config
+from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams, State
 from ppage_jax.wrappers import AutoResetEnv
 
-
-class Discrete:
-    """Integers in [0, n) (JaxMARL/gymnax ``Discrete``)."""
-
-    def __init__(self, num_categories: int, dtype=jnp.int32):
-        self.n = num_categories
-        self.shape = ()
-        self.dtype = dtype
-
-    def sample(self, rng: jax.Array) -> jax.Array:
-        return jax.random.randint(rng, self.shape, 0, self.n).astype(self.dtype)
-
-    def contains(self, x: jax.Array) -> jax.Array:
-        return jnp.logical_and(x >= 0, x < self.n)
-
-
-class Box:
-    """Arrays of a fixed shape within [low, high] (JaxMARL/gymnax ``Box``)."""
-
-    def __init__(self, low, high, shape: tuple[int, ...], dtype=jnp.float32):
-        self.low, self.high, self.shape, self.dtype = low, high, tuple(shape), dtype
-
-    def sample(self, rng: jax.Array) -> jax.Array:
-        low = jnp.maximum(jnp.asarray(self.low, jnp.float32), -1e6)
-        high = jnp.minimum(jnp.asarray(self.high, jnp.float32), 1e6)
-        return jax.random.uniform(rng, self.shape, minval=low, maxval=high).astype(self.dtype)
-
-    def contains(self, x: jax.Array) -> jax.Array:
-        return jnp.logical_and(jnp.all(x >= self.low), jnp.all(x <= self.high))
+__all__ = ["Box", "Discrete", "JaxMARLEnv"]
 
 
 class JaxMARLEnv:
     """JaxMARL ``MultiAgentEnv`` API over a :class:`GridWorld` with fixed :class:`EnvParams`.
 
-    ``env`` may be a GridWorld, a Config or a config path; ``params`` defaults to
-    ``env.default_params`` (for sweeps over params use the native, stacked API).
-    ``final_obs=True`` adds the finished episode's last observation to the infos.
+    ``config`` may be a GridWorld, a Config, a config path or shipped name, or None (the
+    defaults). Config overrides come as ``overrides={"env.size": 8}`` and/or as keyword
+    arguments (``env={"size": 8}``, ``**{"env.size": 8}``), as a hydra ``ENV_KWARGS`` passes
+    them. ``params`` defaults to ``env.default_params`` (for sweeps over params use the
+    native, stacked API). ``spaces`` picks the space classes (see ``space_classes``).
     """
 
-    def __init__(self, env: GridWorld | Config | str | None = None,
-                 params: EnvParams | None = None, final_obs: bool = False):
-        self.env = env if isinstance(env, GridWorld) else make(env)
-        self.final_obs = final_obs
+    def __init__(
+        self,
+        config: ConfigLike = None,
+        /,
+        params: EnvParams | None = None,
+        *,
+        final_obs: bool = False,
+        world_state: bool = False,
+        action_masks: bool = False,
+        spaces: str = "auto",
+        overrides: Mapping[str, Any] | None = None,
+        **config_overrides: Any,
+    ):
+        overrides = {**(overrides or {}), **config_overrides}
+        if isinstance(config, GridWorld) and not overrides:
+            self.env = config
+        else:
+            self.env = grid_world(resolve_config(config, overrides))
+        self.final_obs, self.world_state, self.action_masks = final_obs, world_state, action_masks
         self.params = self.env.default_params if params is None else params
         self._auto = AutoResetEnv(self.env)
         self.agents = list(self.env.agent_names)
         self.num_agents = len(self.agents)
+        predator = dict(zip(self.agents, self.env.is_predator.tolist(), strict=True))
         self.agent_classes = {
-            "predators": [a for a, p in zip(self.agents, self.env.is_predator) if p],
-            "prey": [a for a, p in zip(self.agents, self.env.is_predator) if not p]}
-        obs_space = Box(-jnp.inf, jnp.inf, (self.env.observation_size,))
+            "predators": [a for a in self.agents if predator[a]],
+            "prey": [a for a in self.agents if not predator[a]],
+        }
+        discrete, box = space_classes(spaces)
+        low, high = observation_bounds(self.env.config, self.env.layout, self.env.observation_size)
+        obs_space = box(low, high, (self.env.observation_size,))
         self.observation_spaces = {a: obs_space for a in self.agents}
-        self.action_spaces = {a: Discrete(self.env.num_actions) for a in self.agents}
+        self.action_spaces = {a: discrete(self.env.num_actions) for a in self.agents}
 
     @property
     def name(self) -> str:
         return "ppage_jax"
 
-    def observation_space(self, agent: str) -> Box:
+    @property
+    def state_size(self) -> int:
+        """Length of :meth:`get_state` (the global state for centralised critics)."""
+        return self.env.global_state_size
+
+    def world_state_size(self) -> int:
+        """Length of ``obs["world_state"]`` rows (as JaxMARL's MAPPO wrappers name it)."""
+        return self.state_size
+
+    def observation_space(self, agent: str):
         return self.observation_spaces[self._check_name(agent)]
 
-    def action_space(self, agent: str) -> Discrete:
+    def action_space(self, agent: str):
         return self.action_spaces[self._check_name(agent)]
 
     def _check_name(self, agent: str) -> str:
@@ -106,48 +125,78 @@ class JaxMARLEnv:
         for agent in actions:
             self._check_name(agent)
         noop = jnp.asarray(self.env.noop_action, jnp.int32)
-        return jnp.stack([jnp.asarray(actions.get(a, noop), jnp.int32).reshape(())
-                          for a in self.agents])
+        return jnp.stack(
+            [jnp.asarray(actions.get(a, noop), jnp.int32).reshape(()) for a in self.agents]
+        )
 
     def to_dict(self, array: jax.Array) -> dict[str, jax.Array]:
         """Split an array with a leading agent axis into {agent: row}."""
         return {a: array[i] for i, a in enumerate(self.agents)}
 
+    @staticmethod
+    def stack_final_obs(columns: tuple[jax.Array, ...]) -> jax.Array:
+        """``infos["final_obs"]`` (columns [...]) as one array float32[..., obs_size]."""
+        return jnp.stack(columns, axis=-1)
+
+    def _obs_dict(self, obs: jax.Array, state: State) -> dict[str, jax.Array]:
+        out = self.to_dict(obs)
+        if self.world_state:
+            out["world_state"] = jnp.broadcast_to(
+                self.get_state(state), (self.num_agents, self.state_size)
+            )
+        return out
+
     # ------------------------------------------------------------------ API
     def reset(self, key: jax.Array) -> tuple[dict[str, jax.Array], State]:
         """(obs {agent: float32[obs_size]}, state)."""
         obs, state = self.env.reset(key, self.params)
-        return self.to_dict(obs), state
+        return self._obs_dict(obs, state), state
 
-    def step(self, key: jax.Array, state: State, actions: Mapping[str, jax.Array],
-             reset_state: State | None = None):
+    def step(
+        self,
+        key: jax.Array,
+        state: State,
+        actions: Mapping[str, jax.Array],
+        reset_state: State | None = None,
+    ):
         """One turn with auto-reset: (obs, state, rewards, dones, infos), dicts by agent.
 
         ``reset_state`` (as in JaxMARL) replaces the freshly drawn start state when the
         episode ends.
         """
         obs, state, reward, terminated, truncated, info = self._auto.step(
-            key, state, self.actions_to_array(actions), self.params)
+            key, state, self.actions_to_array(actions), self.params
+        )
         done = terminated | truncated
         if reset_state is not None:
             state = jax.tree.map(lambda r, s: jnp.where(done, r, s), reset_state, state)
-            obs = jnp.where(done, self.env.observe(reset_state), obs)
+            obs = jnp.where(done, self.env.observe(reset_state, self.params), obs)
         agent_done = done | info["captured"]
         dones = dict(self.to_dict(agent_done), __all__=done)
-        infos = {"captured": info["captured"],
-                 "terminated": jnp.broadcast_to(terminated, (self.num_agents,)),
-                 "truncated": jnp.broadcast_to(truncated, (self.num_agents,))}
+        infos = {
+            "captured": info["captured"],
+            "terminated": jnp.broadcast_to(terminated, (self.num_agents,)),
+            "truncated": jnp.broadcast_to(truncated, (self.num_agents,)),
+        }
         for t, term in enumerate(self.env.reward_terms):
             infos[f"reward_terms/{term}"] = info["reward_terms"][:, t]
         if self.final_obs:
-            infos["final_obs"] = info["final_obs"]
-        return self.to_dict(obs), state, self.to_dict(reward), dones, infos
+            final = info["final_obs"]
+            infos["final_obs"] = tuple(final[:, f] for f in range(final.shape[1]))
+        return self._obs_dict(obs, state), state, self.to_dict(reward), dones, infos
+
+    def get_state(self, state: State) -> jax.Array:
+        """float32[state_size]: the global state (``GridWorld.global_state``)."""
+        return self.env.global_state(state)
 
     def get_avail_actions(self, state: State) -> dict[str, jax.Array]:
-        """Every action is always available: {agent: ones float32[num_actions]}."""
-        del state
-        ones = jnp.ones(self.env.num_actions, jnp.float32)
-        return {a: ones for a in self.agents}
+        """{agent: uint8[num_actions]}, 1 = available: the moves that change the agent's cell
+        with ``action_masks=True`` (the no-op always), every action otherwise."""
+        if self.action_masks:
+            mask = self.env.action_mask(state, self.params).astype(jnp.uint8)
+        else:
+            mask = jnp.ones((self.num_agents, self.env.num_actions), jnp.uint8)
+        return self.to_dict(mask)
 
     def get_obs(self, state: State) -> dict[str, jax.Array]:
-        return self.to_dict(self.env.observe(state))
+        return self._obs_dict(self.env.observe(state, self.params), state)

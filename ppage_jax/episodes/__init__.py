@@ -1,11 +1,40 @@
-"""Episodes: per-term episode statistics and batched rollouts summarised per episode."""
+"""Episodes: playing a policy, per-term episode statistics, and their host-side summary."""
+
+from ppage_jax.episodes.play import (
+    EPISODE_FIELDS,
+    Turn,
+    episode_keys,
+    episode_starts,
+    play_episodes,
+    play_turn,
+    rollout_episodes,
+    with_step_limit,
+)
 from ppage_jax.episodes.stats import (
-    FINISHED_KEYS, RETURN_FIELDS, EpisodeStats, episode_stats_init, episode_stats_update,
-    rescore, rollout_episodes, summarize_episodes)
-from ppage_jax.episodes.summary import rollout_summary
+    FINISHED_KEYS,
+    RETURN_FIELDS,
+    EpisodeStats,
+    episode_stats_init,
+    episode_stats_update,
+    rescore,
+)
+from ppage_jax.episodes.summary import rollout_summary, summarize_episodes
 
 __all__ = [
-    "FINISHED_KEYS", "RETURN_FIELDS", "EpisodeStats", "episode_stats_init",
-    "episode_stats_update", "rescore", "rollout_episodes", "rollout_summary",
+    "EPISODE_FIELDS",
+    "FINISHED_KEYS",
+    "RETURN_FIELDS",
+    "EpisodeStats",
+    "Turn",
+    "episode_keys",
+    "episode_starts",
+    "episode_stats_init",
+    "episode_stats_update",
+    "play_episodes",
+    "play_turn",
+    "rescore",
+    "rollout_episodes",
+    "rollout_summary",
     "summarize_episodes",
+    "with_step_limit",
 ]

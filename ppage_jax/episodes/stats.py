@@ -8,7 +8,7 @@ so it runs under ``jit``, ``vmap`` (over grids, over stacked EnvParams) and ``la
     stats, finished = episode_stats_update(stats, info, term, trunc, params.reward.gamma)
     # finished["done"] marks the grids whose episode ended on this step; the other entries
     # of `finished` hold that episode's totals there and zeros elsewhere.
-    summary = summarize_episodes(finished_over_steps, env)  # host side: per-term, per-role
+    summary = summarize_episodes(finished_over_steps, env)  # host side (episodes.summary)
 
 Returns come in two units. ``returns``/``discounted_returns`` are what the agents were paid
 (``info["reward_terms"]``: weighted, role-masked). ``unit_returns``/``unit_discounted_returns``
@@ -22,19 +22,16 @@ the episode. Pass the learner's gamma; for potential terms it should equal ``rew
 and then the discounted potential return telescopes to
 ``-phi(s_0) + gamma**T * phi(s_T) * (1 - terminated)``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from ppage_jax.types import pytree_dataclass
 
 from ppage_jax.env import GridWorld
-from ppage_jax.policies import Policy
-from ppage_jax.state import EnvParams
-from ppage_jax.wrappers import AutoResetEnv
+from ppage_jax.types import pytree_dataclass
 
 RETURN_FIELDS = ("returns", "discounted_returns", "unit_returns", "unit_discounted_returns")
 FINISHED_KEYS = ("done",) + RETURN_FIELDS + ("length", "captures", "terminated", "truncated")
@@ -48,13 +45,13 @@ class EpisodeStats:
     ``env.agent_names`` order.
     """
 
-    returns: jax.Array                  # float32[..., A, T] undiscounted, as paid (weighted)
-    discounted_returns: jax.Array       # float32[..., A, T] sum_t gamma^t r_t, as paid
-    unit_returns: jax.Array             # float32[..., A, T] undiscounted, per unit weight
+    returns: jax.Array  # float32[..., A, T] undiscounted, as paid (weighted)
+    discounted_returns: jax.Array  # float32[..., A, T] sum_t gamma^t r_t, as paid
+    unit_returns: jax.Array  # float32[..., A, T] undiscounted, per unit weight
     unit_discounted_returns: jax.Array  # float32[..., A, T] discounted, per unit weight
-    discount: jax.Array                 # float32[...]: gamma^length, the next step's factor
-    length: jax.Array                   # int32[...]: turns taken in this episode
-    captures: jax.Array                 # int32[...]: prey captured in this episode
+    discount: jax.Array  # float32[...]: gamma^length, the next step's factor
+    length: jax.Array  # int32[...]: turns taken in this episode
+    captures: jax.Array  # int32[...]: prey captured in this episode
 
 
 def episode_stats_init(env: GridWorld, batch_shape: tuple[int, ...] = ()) -> EpisodeStats:
@@ -62,14 +59,23 @@ def episode_stats_init(env: GridWorld, batch_shape: tuple[int, ...] = ()) -> Epi
     terms = (*batch_shape, env.num_agents, len(env.reward_terms))
     zeros = jnp.zeros(terms, jnp.float32)
     return EpisodeStats(
-        returns=zeros, discounted_returns=zeros, unit_returns=zeros,
-        unit_discounted_returns=zeros, discount=jnp.ones(batch_shape, jnp.float32),
-        length=jnp.zeros(batch_shape, jnp.int32), captures=jnp.zeros(batch_shape, jnp.int32))
+        returns=zeros,
+        discounted_returns=zeros,
+        unit_returns=zeros,
+        unit_discounted_returns=zeros,
+        discount=jnp.ones(batch_shape, jnp.float32),
+        length=jnp.zeros(batch_shape, jnp.int32),
+        captures=jnp.zeros(batch_shape, jnp.int32),
+    )
 
 
-def episode_stats_update(stats: EpisodeStats, info: Mapping[str, jax.Array],
-                         terminated: jax.Array, truncated: jax.Array, gamma: jax.Array | float
-                         ) -> tuple[EpisodeStats, dict[str, jax.Array]]:
+def episode_stats_update(
+    stats: EpisodeStats,
+    info: Mapping[str, jax.Array],
+    terminated: jax.Array,
+    truncated: jax.Array,
+    gamma: jax.Array | float,
+) -> tuple[EpisodeStats, dict[str, jax.Array]]:
     """Add one step's ``info`` to ``stats``; report and restart the episodes that ended.
 
     ``info`` is the step's info dict (``reward_terms``, ``reward_terms_unit``, ``captures``);
@@ -84,8 +90,10 @@ def episode_stats_update(stats: EpisodeStats, info: Mapping[str, jax.Array],
     Where ``done``, ``new_stats`` restarts from zero (as after an auto-reset).
     """
     if "reward_terms_unit" not in info:
-        raise KeyError("episode_stats_update needs info['reward_terms_unit'] (per-unit-weight "
-                       "terms, from GridWorld.step); keep it when a wrapper rebuilds info")
+        raise KeyError(
+            "episode_stats_update needs info['reward_terms_unit'] (per-unit-weight "
+            "terms, from GridWorld.step); keep it when a wrapper rebuilds info"
+        )
     weighted = jnp.asarray(info["reward_terms"], jnp.float32)
     unit = jnp.asarray(info["reward_terms_unit"], jnp.float32)
     factor = stats.discount[..., None, None]
@@ -116,15 +124,19 @@ def episode_stats_update(stats: EpisodeStats, info: Mapping[str, jax.Array],
         unit_discounted_returns=jnp.zeros_like(running.returns),
         discount=jnp.ones_like(running.discount),
         length=jnp.zeros_like(running.length),
-        captures=jnp.zeros_like(running.captures))
+        captures=jnp.zeros_like(running.captures),
+    )
     new_stats = jax.tree.map(
         lambda f, r: jnp.where(done.reshape(done.shape + (1,) * (r.ndim - done.ndim)), f, r),
-        fresh, running)
+        fresh,
+        running,
+    )
     return new_stats, finished
 
 
-def rescore(term_returns: jax.Array, weights: jax.Array,
-            old_weights: jax.Array | None = None) -> jax.Array:
+def rescore(
+    term_returns: jax.Array, weights: jax.Array, old_weights: jax.Array | None = None
+) -> jax.Array:
     """Per-agent return under ``weights``, from recorded per-term returns: float32[..., A].
 
     ``term_returns`` float[..., A, T] are per unit weight (``finished["unit_returns"]`` or
@@ -147,81 +159,3 @@ def rescore(term_returns: jax.Array, weights: jax.Array,
     unit = term_returns / jnp.where(lost, 1.0, old)
     contribution = jnp.where(lost, jnp.where(new == 0, 0.0, jnp.nan), unit * new)
     return contribution.sum(-1)
-
-
-def summarize_episodes(finished: Mapping[str, Any], env: GridWorld) -> dict[str, float]:
-    """Host-side means over the finished episodes in ``finished`` (any leading axes).
-
-    ``finished`` is one or many stacked outputs of :func:`episode_stats_update` (e.g. the
-    ``[num_steps, num_envs]`` output of a scan); only entries with ``done`` count. ``env``
-    supplies ``reward_terms``, ``is_predator`` (anything with those attributes works).
-
-    Returns a flat dict of floats: ``episodes`` (count), ``length``, ``captures`` (means),
-    ``terminated``, ``truncated`` (fractions of episodes with that flag; both may be set),
-    and for each role in ``predator``/``prey`` (when the role has agents), each term and
-    ``total``: ``return/<role>/<term>`` and ``discounted_return/<role>/<term>``, the mean
-    over episodes of the mean over that role's agents (multiply by the role's agent count
-    for the team sum). With no finished episode, every mean is NaN.
-    """
-    is_predator = np.asarray(env.is_predator, bool)
-    names = tuple(env.reward_terms)
-    n_agents, n_terms = len(is_predator), len(names)
-    done = np.asarray(finished["done"], bool).reshape(-1)
-    count = int(done.sum())
-
-    def pick(key: str, tail: tuple[int, ...] = ()) -> np.ndarray:
-        return np.asarray(finished[key], np.float64).reshape((-1, *tail))[done]
-
-    def mean(values: np.ndarray) -> float:
-        return float(values.mean(axis=0)) if count else float("nan")
-
-    summary: dict[str, float] = {
-        "episodes": count,
-        "length": mean(pick("length")),
-        "captures": mean(pick("captures")),
-        "terminated": mean(pick("terminated")),
-        "truncated": mean(pick("truncated")),
-    }
-    for kind, key in (("return", "returns"), ("discounted_return", "discounted_returns")):
-        values = pick(key, (n_agents, n_terms))
-        for role, rows in (("predator", is_predator), ("prey", ~is_predator)):
-            if not rows.any():
-                continue
-            per_term = (values[:, rows, :].mean(axis=1).mean(axis=0) if count
-                        else np.full(n_terms, np.nan))
-            for name, value in zip(names, per_term):
-                summary[f"{kind}/{role}/{name}"] = float(value)
-            summary[f"{kind}/{role}/total"] = float(per_term.sum())
-    return summary
-
-
-
-def rollout_episodes(env: GridWorld, policy: Policy, key: jax.Array, params: EnvParams,
-                     num_envs: int, num_steps: int) -> dict[str, jax.Array]:
-    """Run ``num_envs`` auto-resetting grids for ``num_steps`` turns; return every step's
-    ``finished`` dict stacked to ``[num_steps, num_envs, ...]`` (discounted with
-    ``params.reward.gamma``). Pure: jit it with the ints static, or vmap it over ``params``.
-
-    ``policy(key, obs float32[A, F], state) -> int32[A]`` acts for one grid. Episodes still
-    running at the end are not reported.
-    """
-    auto = AutoResetEnv(env)
-    k_reset, k_steps = jax.random.split(key)
-    obs, state = jax.vmap(auto.reset, in_axes=(0, None))(
-        jax.random.split(k_reset, num_envs), params)
-    stats = episode_stats_init(env, (num_envs,))
-
-    def one_step(carry, step_key):
-        obs, state, stats = carry
-        k_act, k_env = jax.random.split(step_key)
-        actions = jax.vmap(policy)(jax.random.split(k_act, num_envs), obs, state)
-        obs, state, _, terminated, truncated, info = jax.vmap(
-            auto.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(k_env, num_envs), state, actions, params)
-        stats, finished = episode_stats_update(stats, info, terminated, truncated,
-                                               params.reward.gamma)
-        return (obs, state, stats), finished
-
-    _, finished = jax.lax.scan(one_step, (obs, state, stats),
-                               jax.random.split(k_steps, num_steps))
-    return finished

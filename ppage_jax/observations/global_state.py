@@ -1,4 +1,5 @@
 """The global state for centralised critics: the same vector for every agent."""
+
 from __future__ import annotations
 
 import jax
@@ -19,8 +20,13 @@ def global_state(layout: Layout, state: State) -> jax.Array:
     obstacle map row-major (index y * size + x).
     """
     agents = jnp.concatenate(
-        [_as_f32(state.positions), _as_f32(jnp.asarray(layout.is_predator))[:, None],
-         _as_f32(state.captured)[:, None]], axis=1)
+        [
+            _as_f32(state.positions),
+            _as_f32(jnp.asarray(layout.is_predator))[:, None],
+            _as_f32(state.captured)[:, None],
+        ],
+        axis=1,
+    )
     return jnp.concatenate([agents.reshape(-1), _as_f32(state.obstacle_map).reshape(-1)])
 
 

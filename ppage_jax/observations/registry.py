@@ -6,22 +6,29 @@ arguments are the YAML ``observations.params`` and their defaults are the defaul
 built ``build(state, params)`` is pure array code (jit/vmap safe) returning the same number
 of features for every agent.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 
-from ppage_jax.config import Field, register_validator
+from ppage_jax.config import Field, register_validator, short_repr
 from ppage_jax.state import EnvParams, Layout, State
 
 ROLES = ("predator", "prey")
 DISTANCE_TYPES = ("euclidean", "manhattan")
 
-RADIUS = Field(int, False, lambda v: v >= 0, ">= 0 (Manhattan view radius, in cells)")
+# View radii (in cells) lie in [0, MAX_RADIUS]; larger views are refused before any
+# builder allocates them.
+MAX_RADIUS = 1024
+RADIUS = Field(
+    int, False, lambda v: 0 <= v <= MAX_RADIUS, f"in [0, {MAX_RADIUS}] (view radius, in cells)"
+)
 FLAG = Field(bool)
 DISTANCE = Field(str, False, lambda v: v in DISTANCE_TYPES, f"one of {list(DISTANCE_TYPES)}")
 
@@ -53,8 +60,9 @@ class _Entry:
 _BUILDERS: dict[str, _Entry] = {}
 
 
-def register_observation(name: str, *, checks: Mapping[str, Field] | None = None,
-                         per_role: Sequence[str] = ()):
+def register_observation(
+    name: str, *, checks: Mapping[str, Field] | None = None, per_role: Sequence[str] = ()
+):
     """Register ``factory(layout: Layout, **params) -> ObservationBuilder`` as ``name``.
 
     The factory's keyword arguments are the builder's YAML params (``observations.params``);
@@ -63,6 +71,7 @@ def register_observation(name: str, *, checks: Mapping[str, Field] | None = None
     params that ``observations.per_agent`` may set per role; the factory then receives them
     as one value per agent (row order) and must pad to the largest shape.
     """
+
     def decorator(factory: Callable[..., ObservationBuilder]):
         if not callable(factory):
             raise TypeError(f"observation builder {name!r} must be callable")
@@ -89,8 +98,9 @@ def _get(name: str) -> _Entry:
     try:
         return _BUILDERS[name]
     except KeyError:
-        raise KeyError(f"unknown observation builder {name!r}; known: "
-                       f"{list(observation_builders())}") from None
+        raise KeyError(
+            f"unknown observation builder {name!r}; known: {list(observation_builders())}"
+        ) from None
 
 
 def _param_problems(name: str, params: Mapping[str, Any]):
@@ -110,8 +120,12 @@ def _per_agent_problems(name: str, per_agent: Any):
     """Yield (dotted key under per_agent, value, allowed) for each bad per-role entry."""
     entry = _get(name)
     if not entry.per_role:
-        yield "", per_agent, (f"{name!r} takes no per-role params; use null (builders that "
-                              f"do: {[n for n in observation_builders() if _BUILDERS[n].per_role]})")
+        takers = [n for n in observation_builders() if _BUILDERS[n].per_role]
+        yield (
+            "",
+            per_agent,
+            (f"{name!r} takes no per-role params; use null (builders that do: {takers})"),
+        )
         return
     for role, body in per_agent.items():
         if role not in ROLES:
@@ -121,8 +135,11 @@ def _per_agent_problems(name: str, per_agent: Any):
         else:
             for key, value in body.items():
                 if key not in entry.per_role:
-                    yield (f".{role}.{key}", value,
-                           f"not a per-role param of {name!r}; allowed: {list(entry.per_role)}")
+                    yield (
+                        f".{role}.{key}",
+                        value,
+                        f"not a per-role param of {name!r}; allowed: {list(entry.per_role)}",
+                    )
                 else:
                     try:
                         entry.checks[key].validate(value)
@@ -130,9 +147,12 @@ def _per_agent_problems(name: str, per_agent: Any):
                         yield f".{role}.{key}", value, str(err)
 
 
-def make_observation(name: str, layout: Layout, params: Mapping[str, Any] | None = None,
-                     per_agent: Mapping[str, Mapping[str, Any]] | None = None
-                     ) -> ObservationBuilder:
+def make_observation(
+    name: str,
+    layout: Layout,
+    params: Mapping[str, Any] | None = None,
+    per_agent: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ObservationBuilder:
     """Build the registered observation ``name`` for a layout.
 
     ``per_agent`` (``{role: {param: value}}``, roles ``predator``/``prey``) overrides
@@ -141,10 +161,12 @@ def make_observation(name: str, layout: Layout, params: Mapping[str, Any] | None
     """
     entry, params = _get(name), dict(params or {})
     for key, value, allowed in _param_problems(name, params):
-        raise ValueError(f"observation {name!r}: params.{key} = {value!r}: {allowed}")
+        raise ValueError(f"observation {name!r}: params.{key} = {short_repr(value)}: {allowed}")
     if per_agent:
         for key, value, allowed in _per_agent_problems(name, per_agent):
-            raise ValueError(f"observation {name!r}: per_agent{key} = {value!r}: {allowed}")
+            raise ValueError(
+                f"observation {name!r}: per_agent{key} = {short_repr(value)}: {allowed}"
+            )
         defaults = builder_params(name)
         roles = np.where(layout.is_predator, "predator", "prey")
         for key in entry.per_role:
@@ -158,8 +180,11 @@ def validate_observations(data: dict, fail: Callable[..., None]) -> None:
     """observations.type must be registered; params and per_agent must be its params."""
     obs = data["observations"]
     if obs["type"] not in _BUILDERS:
-        fail("observations.type", obs["type"],
-             f"unknown observation builder; known: {list(observation_builders())}")
+        fail(
+            "observations.type",
+            obs["type"],
+            f"unknown observation builder; known: {list(observation_builders())}",
+        )
     for key, value, allowed in _param_problems(obs["type"], obs["params"]):
         fail(f"observations.params.{key}", value, allowed)
     if obs["per_agent"] is not None:

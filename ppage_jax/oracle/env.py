@@ -21,7 +21,8 @@ value per agent, ``float64[A]``. Weighting and role masking happen in the compos
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class RefState:
     turn: int  # turns (env steps) taken so far
     captures_total: int  # cumulative number of prey captured
 
-    def copy(self) -> "RefState":
+    def copy(self) -> RefState:
         return RefState(
             positions=self.positions.copy(),
             obstacles=self.obstacles.copy(),
@@ -223,8 +224,9 @@ def potential_distance_phi(ctx: PotentialStateContext, params: Mapping[str, Any]
     return phi
 
 
-def potential_prey_distance_phi(ctx: PotentialStateContext,
-                                params: Mapping[str, Any]) -> np.ndarray:
+def potential_prey_distance_phi(
+    ctx: PotentialStateContext, params: Mapping[str, Any]
+) -> np.ndarray:
     """Uncaptured prey: phi = +(Manhattan distance to the nearest predator); others 0."""
     return _free_prey_distance_to_predators(ctx.is_predator, ctx.captured, ctx.positions)
 
@@ -273,9 +275,7 @@ def _validate_term(spec: Mapping[str, Any]) -> dict:
         )
     applies_to = spec.get("applies_to", "all")
     if applies_to not in ROLES:
-        raise ValueError(
-            f"reward term {name!r}: applies_to={applies_to!r}; allowed: {list(ROLES)}"
-        )
+        raise ValueError(f"reward term {name!r}: applies_to={applies_to!r}; allowed: {list(ROLES)}")
     return {
         "name": name,
         "weight": float(spec.get("weight", 1.0)),
@@ -348,9 +348,7 @@ class ReferenceGridWorld:
                 f"{self.n_agents} agents + {self.num_obstacles} obstacles do not fit on a "
                 f"{self.size}x{self.size} grid"
             )
-        self.is_predator = np.array(
-            [True] * self.n_predators + [False] * self.n_prey, dtype=bool
-        )
+        self.is_predator = np.array([True] * self.n_predators + [False] * self.n_prey, dtype=bool)
         self.agent_names = tuple(
             [f"predator_{i + 1}" for i in range(self.n_predators)]
             + [f"prey_{i + 1}" for i in range(self.n_prey)]
@@ -458,9 +456,7 @@ class ReferenceGridWorld:
         state.captures_total += int(newly.sum())
         return newly, credited
 
-    def _rewards(
-        self, state: RefState, newly: np.ndarray, credited: np.ndarray
-    ) -> np.ndarray:
+    def _rewards(self, state: RefState, newly: np.ndarray, credited: np.ndarray) -> np.ndarray:
         """Weighted, role-masked term contributions for one sub-step: float64[A, T]."""
         pos = state.positions
         preds_on_cell = np.array(
@@ -569,7 +565,7 @@ class ReferenceGridWorld:
             captures_this_step += n_caught
 
         new.stamina = [
-            None if s is None else max(0, s - b) for s, b in zip(new.stamina, budgets)
+            None if s is None else max(0, s - b) for s, b in zip(new.stamina, budgets, strict=False)
         ]
         new.turn += 1
         terminated = new.captures_total >= self.capture_threshold

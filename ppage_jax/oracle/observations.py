@@ -4,10 +4,12 @@ Written with explicit loops over agents, obstacles and cells, independently of t
 builders in ``ppage_jax.observations``; it never imports JAX. Layouts are documented in the
 README ("Observations"); every agent-describing block ends with a ``captured`` flag.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,10 +17,13 @@ _DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "local_only": {},
     "default": {},
     "local_radius": {"radius": 3, "include_agents": True, "include_obstacles": True},
-    "absolute": {"include_agents": True, "include_obstacles": True,
-                 "distance_type": "euclidean"},
-    "relative": {"include_agents": True, "include_obstacles": True, "include_walls": False,
-                 "distance_type": "manhattan"},
+    "absolute": {"include_agents": True, "include_obstacles": True, "distance_type": "euclidean"},
+    "relative": {
+        "include_agents": True,
+        "include_obstacles": True,
+        "include_walls": False,
+        "distance_type": "manhattan",
+    },
     "grid": {"radius": 3},
 }
 
@@ -49,10 +54,17 @@ def _dist(dx: int, dy: int, kind: str) -> float:
     return math.sqrt(dx * dx + dy * dy)
 
 
-def reference_observation(name: str, params: Mapping[str, Any] | None, positions, obstacles,
-                          captured, is_predator, size: int, speeds=None,
-                          per_agent: Mapping[str, Mapping[str, Any]] | None = None
-                          ) -> np.ndarray:
+def reference_observation(
+    name: str,
+    params: Mapping[str, Any] | None,
+    positions,
+    obstacles,
+    captured,
+    is_predator,
+    size: int,
+    speeds=None,
+    per_agent: Mapping[str, Mapping[str, Any]] | None = None,
+) -> np.ndarray:
     """float32[A, F]: the observation of builder ``name`` for every agent.
 
     ``positions`` [A, 2] and ``obstacles`` [K, 2] as [x, y]; ``captured`` and ``is_predator``
@@ -74,8 +86,9 @@ def reference_observation(name: str, params: Mapping[str, Any] | None, positions
     slots = sorted(range(n), key=lambda i: names[i])
     rows = []
     for i in range(n):
-        rows.append(_ONE[name](i, p, positions, obstacles, captured, names, slots, size,
-                               speeds, radii))
+        rows.append(
+            _ONE[name](i, p, positions, obstacles, captured, names, slots, size, speeds, radii)
+        )
     return np.asarray(rows, dtype=np.float32)
 
 
@@ -178,14 +191,22 @@ def _grid(i, p, positions, obstacles, captured, names, slots, size, speeds, radi
     return list(window.reshape(-1))
 
 
-_ONE = {"default": _default, "local_only": _local_only, "local_radius": _local_radius,
-        "absolute": _absolute, "relative": _relative, "grid": _grid}
+_ONE = {
+    "default": _default,
+    "local_only": _local_only,
+    "local_radius": _local_radius,
+    "absolute": _absolute,
+    "relative": _relative,
+    "grid": _grid,
+}
 
 
 def reference_global_state(positions, obstacles, captured, is_predator, size: int) -> np.ndarray:
     """float32[4A + size*size]: [x, y, is_predator, captured] per agent, then the obstacle map."""
     out = []
-    for (x, y), pred, cap in zip(np.asarray(positions).tolist(), is_predator, captured):
+    for (x, y), pred, cap in zip(
+        np.asarray(positions).tolist(), is_predator, captured, strict=False
+    ):
         out += [x, y, float(bool(pred)), float(bool(cap))]
     cells = {(int(x), int(y)) for x, y in np.asarray(obstacles).reshape(-1, 2)}
     for yy in range(size):

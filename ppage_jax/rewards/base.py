@@ -1,4 +1,5 @@
 """The `base` term: PPAGE's capture bonus, capture penalty, step cost and obstacle penalty."""
+
 from __future__ import annotations
 
 import jax
@@ -27,11 +28,13 @@ def base(ctx: RewardContext) -> jax.Array:
     to any agent on an obstacle."""
     p, ev = ctx.params, ctx.events
     bonus = p["capture_reward"]
-    per_mode = jnp.stack([
-        jnp.where(ev.credited, bonus, 0.0),
-        jnp.where(ev.credited, bonus / jnp.maximum(ev.predators_on_cell, 1), 0.0),
-        jnp.broadcast_to(bonus * ev.num_captured, ev.credited.shape),
-    ])
+    per_mode = jnp.stack(
+        [
+            jnp.where(ev.credited, bonus, 0.0),
+            jnp.where(ev.credited, bonus / jnp.maximum(ev.predators_on_cell, 1), 0.0),
+            jnp.broadcast_to(bonus * ev.num_captured, ev.credited.shape),
+        ]
+    )
     capture_bonus = per_mode[p["credit"]]
     reward = jnp.where(ctx.is_predator, capture_bonus - p["step_cost"], 0.0)
     reward = reward - jnp.where(ctx.is_prey & ev.captured_now, p["captured_penalty"], 0.0)

@@ -3,23 +3,33 @@
 ``step`` adds nothing of its own: the reward is ``sum_t weight_t * mask_t * raw_t`` over the
 configured terms, and ``info["reward_terms"]`` holds each weighted column.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.config import register_validator
+from ppage_jax.config import FLOAT32_MAX, float32_number, register_validator
 from ppage_jax.rewards.registry import (
-    ROLES, CaptureEvents, Choice, PotentialContext, RewardContext, TermSpec, get_term,
-    reward_terms)
+    ROLES,
+    CaptureEvents,
+    Choice,
+    PotentialContext,
+    RewardContext,
+    TermSpec,
+    get_term,
+    reward_terms,
+)
 from ppage_jax.state import Layout, RewardParams, State
 
 SHAPING_KEYS = ("name", "weight", "params", "applies_to")
+FINITE = f"must be a finite number in float32 range (|x| <= {FLOAT32_MAX:.4g})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,23 +46,35 @@ def term_entries(rewards: Mapping[str, Any]) -> list[TermEntry]:
     """The configured terms in order: ``base`` (if enabled), then the ``shaping`` list."""
     raw = []
     if rewards["base"]["enabled"]:
-        raw.append({"name": "base", "weight": rewards["base"]["weight"],
-                    "params": rewards["base"]["params"]})
+        raw.append(
+            {
+                "name": "base",
+                "weight": rewards["base"]["weight"],
+                "params": rewards["base"]["params"],
+            }
+        )
     raw.extend(rewards["shaping"] or [])
     entries = []
     for item in raw:
         spec = get_term(item["name"])
         params = {k: (v.default if isinstance(v, Choice) else v) for k, v in spec.params.items()}
         params.update(item.get("params") or {})
-        entries.append(TermEntry(spec.name, float(item.get("weight", 1.0)), params,
-                                 item.get("applies_to") or spec.applies_to))
+        entries.append(
+            TermEntry(
+                spec.name,
+                float(item.get("weight", 1.0)),
+                params,
+                item.get("applies_to") or spec.applies_to,
+            )
+        )
     return entries
 
 
 def role_mask(applies_to: str, is_predator: np.ndarray) -> np.ndarray:
     """float32[A] 0/1 mask of the agents a term applies to."""
-    return {"predator": is_predator, "prey": ~is_predator,
-            "all": np.ones_like(is_predator)}[applies_to].astype(np.float32)
+    return {"predator": is_predator, "prey": ~is_predator, "all": np.ones_like(is_predator)}[
+        applies_to
+    ].astype(np.float32)
 
 
 def _param_value(spec: TermSpec, key: str, value: Any) -> jax.Array:
@@ -88,9 +110,13 @@ class RewardComposer:
             weights=jnp.asarray([e.weight for e in self.entries], dtype=jnp.float32).reshape(-1),
             role_masks=jnp.asarray(
                 np.stack([role_mask(e.applies_to, self._is_predator) for e in self.entries])
-                if self.entries else np.zeros((0, self.layout.num_agents), np.float32)),
-            term_params={e.name: {k: _param_value(s, k, v) for k, v in e.params.items()}
-                         for e, s in zip(self.entries, self.specs)},
+                if self.entries
+                else np.zeros((0, self.layout.num_agents), np.float32)
+            ),
+            term_params={
+                e.name: {k: _param_value(s, k, v) for k, v in e.params.items()}
+                for e, s in zip(self.entries, self.specs, strict=True)
+            },
             gamma=jnp.asarray(gamma, dtype=jnp.float32),
         )
 
@@ -105,13 +131,15 @@ class RewardComposer:
         """float32[A, T]: per-unit-weight contributions times the traced weights."""
         return unit * params.weights[None, :]
 
-    def substep(self, prev: State, state: State, events: CaptureEvents,
-                params: RewardParams) -> jax.Array:
+    def substep(
+        self, prev: State, state: State, events: CaptureEvents, params: RewardParams
+    ) -> jax.Array:
         """float32[A, T]: weighted contributions of the per-sub-step terms (0 for potentials)."""
         return self.weigh(self.substep_unit(prev, state, events, params), params)
 
-    def substep_unit(self, prev: State, state: State, events: CaptureEvents,
-                     params: RewardParams) -> jax.Array:
+    def substep_unit(
+        self, prev: State, state: State, events: CaptureEvents, params: RewardParams
+    ) -> jax.Array:
         """float32[A, T]: role-masked raw term values of one sub-step, per unit weight."""
         is_predator = jnp.asarray(self._is_predator)
         columns = []
@@ -119,9 +147,14 @@ class RewardComposer:
             if spec.potential:
                 columns.append(jnp.zeros(self.layout.num_agents, jnp.float32))
                 continue
-            ctx = RewardContext(prev=prev, state=state, events=events, is_predator=is_predator,
-                                params=params.term_params[spec.name],
-                                grid_size=self.layout.size)
+            ctx = RewardContext(
+                prev=prev,
+                state=state,
+                events=events,
+                is_predator=is_predator,
+                params=params.term_params[spec.name],
+                grid_size=self.layout.size,
+            )
             columns.append(spec.fn(ctx))
         return self._mask(columns, params)
 
@@ -133,20 +166,27 @@ class RewardComposer:
             if not spec.potential:
                 columns.append(jnp.zeros(self.layout.num_agents, jnp.float32))
                 continue
-            ctx = PotentialContext(is_predator=is_predator,
-                                   params=params.term_params[spec.name],
-                                   grid_size=self.layout.size)
+            ctx = PotentialContext(
+                is_predator=is_predator,
+                params=params.term_params[spec.name],
+                grid_size=self.layout.size,
+            )
             columns.append(_call_potential(spec.fn, state, ctx))
-        return jnp.stack(columns, axis=1) if columns else jnp.zeros(
-            (self.layout.num_agents, 0), jnp.float32)
+        return (
+            jnp.stack(columns, axis=1)
+            if columns
+            else jnp.zeros((self.layout.num_agents, 0), jnp.float32)
+        )
 
-    def turn(self, start: State, end: State, terminated: jax.Array,
-             params: RewardParams) -> jax.Array:
+    def turn(
+        self, start: State, end: State, terminated: jax.Array, params: RewardParams
+    ) -> jax.Array:
         """float32[A, T]: potential shaping of one turn, gamma*phi(s')*(1-terminated) - phi(s)."""
         return self.weigh(self.turn_unit(start, end, terminated, params), params)
 
-    def turn_unit(self, start: State, end: State, terminated: jax.Array,
-                  params: RewardParams) -> jax.Array:
+    def turn_unit(
+        self, start: State, end: State, terminated: jax.Array, params: RewardParams
+    ) -> jax.Array:
         """float32[A, T]: role-masked potential shaping of one turn, per unit weight."""
         if not self.has_potentials:
             return jnp.zeros((self.layout.num_agents, len(self.specs)), jnp.float32)
@@ -170,22 +210,33 @@ def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
             fail(where, item, f"must be a mapping with keys {list(SHAPING_KEYS)} ('name' required)")
         extra = sorted(set(item) - set(SHAPING_KEYS))
         if extra:
-            fail(f"{where}.{extra[0]}", item[extra[0]],
-                 f"unknown key; allowed keys of a shaping entry: {list(SHAPING_KEYS)}")
+            fail(
+                f"{where}.{extra[0]}",
+                item[extra[0]],
+                f"unknown key; allowed keys of a shaping entry: {list(SHAPING_KEYS)}",
+            )
         name = item["name"]
+        if not isinstance(name, str):
+            fail(
+                f"{where}.name",
+                name,
+                f"must be a reward term name; known terms: {list(reward_terms())}",
+            )
         if name == "base":
-            fail(f"{where}.name", name,
-                 "'base' is not a shaping term: it is added once by rewards.base.enabled, and "
-                 "listing it here would count the base reward twice (PPAGE issue #32)")
+            fail(
+                f"{where}.name",
+                name,
+                "'base' is not a shaping term: it is added once by rewards.base.enabled, and "
+                "listing it here would count the base reward twice (PPAGE issue #32)",
+            )
         if name not in reward_terms():
             fail(f"{where}.name", name, f"unknown reward term; known terms: {list(reward_terms())}")
         if name in seen:
             fail(f"{where}.name", name, "is listed twice; give each term once")
         seen.add(name)
         weight = item.get("weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
-                or not np.isfinite(weight):
-            fail(f"{where}.weight", weight, "must be a finite number")
+        if not float32_number(weight):
+            fail(f"{where}.weight", weight, FINITE)
         applies_to = item.get("applies_to")
         if applies_to is not None and applies_to not in ROLES:
             fail(f"{where}.applies_to", applies_to, f"must be one of {list(ROLES)}")
@@ -195,17 +246,20 @@ def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
         _check_params(name, f"{where}.params", params, fail)
 
 
-def _check_params(name: str, where: str, params: Mapping[str, Any],
-                  fail: Callable[..., None]) -> None:
+def _check_params(
+    name: str, where: str, params: Mapping[str, Any], fail: Callable[..., None]
+) -> None:
     spec = get_term(name)
     for key, value in params.items():
         if key not in spec.params:
-            fail(f"{where}.{key}", value,
-                 f"unknown param of reward term {name!r}; its params: {sorted(spec.params)}")
+            fail(
+                f"{where}.{key}",
+                value,
+                f"unknown param of reward term {name!r}; its params: {sorted(spec.params)}",
+            )
         declared = spec.params[key]
         if isinstance(declared, Choice):
             if value not in declared.options:
                 fail(f"{where}.{key}", value, f"must be one of {list(declared.options)}")
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not np.isfinite(value):
-            fail(f"{where}.{key}", value, "must be a finite number")
+        elif not float32_number(value):
+            fail(f"{where}.{key}", value, FINITE)

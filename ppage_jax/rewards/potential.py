@@ -7,6 +7,7 @@ multi-agent case). ``gamma`` is ``rewards.gamma``; it should equal the learner's
 phi is zeroed on termination only, never on truncation (a time limit is not an end state).
 The composer (rewards/compose.py) applies that formula; a potential here returns phi only.
 """
+
 from __future__ import annotations
 
 import jax

@@ -1,14 +1,15 @@
 """Registry of reward terms and potentials, and the read-only context a term sees."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jax
-import jax.numpy as jnp
-from ppage_jax.types import pytree_dataclass, static_field
 
 from ppage_jax.state import CaptureEvents, State
+from ppage_jax.types import pytree_dataclass, static_field
 
 ROLES = ("predator", "prey", "all")
 
@@ -92,8 +93,9 @@ def _register(name: str, potential: bool, params: Mapping[str, Any] | None, appl
     params = dict(params or {})
     for key, default in params.items():
         if not isinstance(default, (int, float, Choice)) or isinstance(default, bool):
-            raise TypeError(f"param {key!r} of {name!r}: default must be a number or a "
-                            f"Choice, got {default!r}")
+            raise TypeError(
+                f"param {key!r} of {name!r}: default must be a number or a Choice, got {default!r}"
+            )
 
     def decorator(fn: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
         if not callable(fn):
@@ -106,8 +108,7 @@ def _register(name: str, potential: bool, params: Mapping[str, Any] | None, appl
     return decorator
 
 
-def register_reward(name: str, *, params: Mapping[str, Any] | None = None,
-                    applies_to: str = "all"):
+def register_reward(name: str, *, params: Mapping[str, Any] | None = None, applies_to: str = "all"):
     """Register ``term(ctx: RewardContext) -> float32[A]`` (raw, unweighted) as ``name``.
 
     ``params`` declares the term's YAML params and their defaults (numbers, or a
@@ -117,8 +118,9 @@ def register_reward(name: str, *, params: Mapping[str, Any] | None = None,
     return _register(name, False, params, applies_to)
 
 
-def register_potential(name: str, *, params: Mapping[str, Any] | None = None,
-                       applies_to: str = "all"):
+def register_potential(
+    name: str, *, params: Mapping[str, Any] | None = None, applies_to: str = "all"
+):
     """Register a potential ``phi(state, ctx: PotentialContext) -> float32[A]``.
 
     The term pays ``gamma * phi(s') * (1 - terminated) - phi(s)`` once per turn, so its
@@ -143,9 +145,6 @@ def get_term(name: str) -> TermSpec:
     try:
         return _TERMS[name]
     except KeyError:
-        raise KeyError(f"unknown reward term {name!r}; known terms: {list(reward_terms())}") \
-            from None
-
-
-def as_float(x) -> jax.Array:
-    return jnp.asarray(x, dtype=jnp.float32)
+        raise KeyError(
+            f"unknown reward term {name!r}; known terms: {list(reward_terms())}"
+        ) from None

@@ -1,4 +1,5 @@
 """Dense shaping terms (direct, not potential-based): they can move the optimum."""
+
 from __future__ import annotations
 
 import jax

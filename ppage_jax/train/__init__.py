@@ -28,36 +28,79 @@ The contract every algorithm module follows::
   the rows skipped after an episode budget ran out). Means over no episode are NaN.
 
 ``module.init`` and ``module.update`` are the two halves of ``train``; ``ppage-jax run`` calls
-them in chunks to drive its progress bar (:func:`common.run_updates`), which gives the same
-result as ``train``.
+them in chunks to drive its progress bar (:func:`progress.run_updates`), which gives the same
+result as ``train``. The contract is :class:`protocol.Algorithm`; algorithms are registered in
+:mod:`ppage_jax.train.registry` with their hyperparameters declared in
+:mod:`ppage_jax.train.hyperparams`.
+
+This package imports no learner: its names resolve on first use, so loading a config (which
+validates ``experiment.*`` through :mod:`ppage_jax.train.schema`) never imports flax or optax.
 """
+
 from __future__ import annotations
 
+import importlib
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax
+if TYPE_CHECKING:
+    import jax
 
-from ppage_jax.config import Config
-from ppage_jax.state import EnvParams
-from ppage_jax.train.common import ROLES, TrainConfig
-from ppage_jax.train.experiment import ALGORITHMS, algorithm, make_train_config
+    from ppage_jax.config import Config
+    from ppage_jax.state import EnvParams
+    from ppage_jax.train.config import TrainConfig
+
+# Public names: name -> module that defines it (imported on first access).
+_LAZY: dict[str, str] = {
+    "ALGORITHMS": "ppage_jax.train.registry",
+    "Algorithm": "ppage_jax.train.protocol",
+    "Hyperparams": "ppage_jax.train.hyperparams",
+    "ROLES": "ppage_jax.train.roles",
+    "TrainConfig": "ppage_jax.train.config",
+    "algorithm": "ppage_jax.train.registry",
+    "make_train_config": "ppage_jax.train.experiment",
+    "register_algorithm": "ppage_jax.train.registry",
+}
 
 
-def train(key: jax.Array, config: TrainConfig | Config, params: EnvParams | None = None
-          ) -> tuple[Any, dict]:
+def train(
+    key: jax.Array, config: TrainConfig | Config, params: EnvParams | None = None
+) -> tuple[Any, dict]:
     """Train the configured algorithm: ``(runner_state, metrics)``.
 
-    ``config`` is a TrainConfig (or a Config, converted with :func:`make_train_config`);
-    ``params`` defaults to the environment's default params.
+    ``config`` is a TrainConfig (or a Config, converted with :func:`make_train_config`, whose
+    ``experiment.curriculum`` then applies); ``params`` defaults to the environment's
+    default params.
     """
+    from ppage_jax.config import Config
+    from ppage_jax.train.curriculum import config_curriculum
+    from ppage_jax.train.experiment import make_train_config
+    from ppage_jax.train.progress import train_loop
+    from ppage_jax.train.registry import algorithm
+
     tc = make_train_config(config) if isinstance(config, Config) else config
     params = tc.env.default_params if params is None else params
-    return algorithm(tc.algorithm).train(key, tc, params)
+    module = algorithm(tc.algorithm)
+    curriculum = config_curriculum(config) if isinstance(config, Config) else None
+    if curriculum is not None:
+        return train_loop(module.init, module.update, key, tc, params, curriculum)
+    return module.train(key, tc, params)
 
 
-__all__ = ["ALGORITHMS", "ROLES", "TrainConfig", "algorithm", "make_train_config", "train"]
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ppage_jax.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = ["train", *_LAZY]
 
 
 class _CallablePackage(types.ModuleType):

@@ -3,32 +3,22 @@
 It runs through the same loop, metrics and evaluation as the trained algorithms, so
 ``ppage-jax run`` with ``algorithm: {name: random}`` gives the random baseline's run directory.
 """
-from __future__ import annotations
 
-import dataclasses
+from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ppage_jax.config import Field
 from ppage_jax.state import EnvParams
-from ppage_jax.train import common
-from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
+from ppage_jax.train import progress, roles, rollout
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.hyperparams import RandomHyperparams
+from ppage_jax.train.progress import Progress
+from ppage_jax.train.rollout import EnvCarry
 
-
-@dataclasses.dataclass(frozen=True)
-class Hyperparams:
-    """``experiment.algorithm.params`` of ``random``."""
-
-    num_steps: int = 32   # turns per grid per metrics row
-
-
-CHECKS = {"num_steps": Field(int, False, lambda v: v > 0, "> 0")}
-
-
-def check(hp: Hyperparams, data: dict, fail) -> None:
-    """No cross-key rules."""
+Hyperparams = RandomHyperparams
+STOCHASTIC = False
 
 
 @struct.dataclass
@@ -40,7 +30,7 @@ class RunnerState:
 
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     k_env, key = jax.random.split(key)
-    return RunnerState(common.env_reset(tc, k_env, params), key, common.progress_init())
+    return RunnerState(rollout.env_reset(tc, k_env, params), key, progress.progress_init())
 
 
 def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
@@ -50,23 +40,25 @@ def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
 
 def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
     """``num_steps`` random turns of every grid; a metrics row with no losses."""
+
     def one_step(carry, _):
         env, key = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
         actions = greedy_actions(tc, {}, k_act, env.obs)
-        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
-        env, step = common.env_step(tc, k_env, env, actions, params, params.reward.gamma)
+        actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
+        env, step = rollout.env_step(tc, k_env, env, actions, params, params.reward.gamma)
         return (env, key), step.finished
 
-    (env, key), finished = jax.lax.scan(one_step, (runner.env, runner.key), None,
-                                        length=tc.hp.num_steps)
-    row = dict(common.episode_metrics(tc, finished), losses={})
-    return RunnerState(env, key, common.advance(runner.progress, tc, row)), row
+    (env, key), finished = jax.lax.scan(
+        one_step, (runner.env, runner.key), None, length=tc.hp.num_steps
+    )
+    row = dict(progress.episode_metrics(tc, finished), losses={})
+    return RunnerState(env, key, progress.advance(runner.progress, tc, row)), row
 
 
 def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
     """Roll out the random policy: pure, jittable, vmappable over ``key`` and ``params``."""
-    return common.train_loop(init, update, key, config, params)
+    return progress.train_loop(init, update, key, config, params)
 
 
 def policy_state(runner: RunnerState) -> dict:

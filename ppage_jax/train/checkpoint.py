@@ -1,17 +1,30 @@
-"""Checkpoints of trained policies: Flax serialization (msgpack) plus the config hash.
+"""Checkpoints: the trained policy of a run (Flax msgpack) and full training checkpoints
+(Orbax) that let an interrupted run resume.
 
-A checkpoint holds what the greedy policy needs (``module.policy_state``), stacked over the
-run's seeds, with the algorithm name and the hash of the config it was trained with. Loading
-rebuilds the expected shapes from the current config and refuses a checkpoint whose shapes
-differ (another grid, agent count, observation or network), naming the first differing array
-and both config hashes. Equal shapes under a different config hash (say, other reward weights)
-load with a warning (seeds, budgets and the eval block may differ silently).
+Policy checkpoint (``checkpoint.msgpack``): what the greedy policy needs
+(``module.policy_state``), stacked over the run's seeds, with the algorithm name and the hash
+of the config it was trained with. Loading rebuilds the expected shapes from the current
+config and refuses a checkpoint whose shapes differ (another grid, agent count, observation
+or network), naming the first differing array and both config hashes. Equal shapes under a
+different config hash (say, other reward weights) load with a warning (seeds, budgets and the
+eval block may differ silently). A truncated or foreign file is a one-line
+:class:`CheckpointError`.
+
+Training checkpoints (``checkpoints/<update>/``, :class:`TrainingCheckpoints`): the whole
+runner state of every seed (learner parameters, optimiser states, target networks, replay
+buffers or tables, environment states, keys, progress counters) and the metrics so far,
+written with Orbax (to a temporary directory, then renamed: a checkpoint is complete or
+absent), the last :data:`KEEP_CHECKPOINTS` kept.
 """
+
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,10 +32,15 @@ import numpy as np
 from flax import serialization
 from flax.traverse_util import flatten_dict
 
-from ppage_jax.train.common import TrainConfig
-from ppage_jax.train.experiment import algorithm
+from ppage_jax.artifacts import fault, write_bytes
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.registry import algorithm
 
 FORMAT = 1
+TRAINING_FORMAT = "ppage_jax training checkpoint 1"
+CHECKPOINT_DIR = "checkpoints"
+KEEP_CHECKPOINTS = 2  # training checkpoints kept (the newest)
+CHECKPOINTS_PER_RUN = 5  # experiment.checkpoint_every: null spreads this many over a run
 
 
 class CheckpointError(ValueError):
@@ -54,7 +72,7 @@ def save_checkpoint(path: str | os.PathLike, tc: TrainConfig, policies) -> None:
         "num_seeds": int(leaves[0].shape[0]) if leaves else 0,
         "policy": serialization.to_state_dict(jax.device_get(policies)),
     }
-    Path(path).write_bytes(serialization.msgpack_serialize(payload))
+    write_bytes(path, serialization.msgpack_serialize(payload))
 
 
 def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
@@ -63,14 +81,29 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
     Raises :class:`CheckpointError` when the algorithm, the array names or any array shape
     differ from what ``tc`` expects.
     """
-    raw = serialization.msgpack_restore(Path(path).read_bytes())
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+    data = Path(path).read_bytes()
+    try:
+        raw = serialization.msgpack_restore(data)
+    except Exception as err:  # msgpack raises several types on truncated or foreign bytes
+        raise CheckpointError(
+            f"{path}: not a readable ppage_jax checkpoint ({len(data)} "
+            f"bytes; truncated or another format: {_first_line(err)})"
+        ) from None
+    if (
+        not isinstance(raw, dict)
+        or raw.get("format") != FORMAT
+        or not {"algorithm", "config_hash", "num_seeds", "policy"} <= set(raw)
+    ):
         raise CheckpointError(f"{path}: not a ppage_jax checkpoint (format {FORMAT})")
-    where = (f"{path}: checkpoint trained with config hash {raw['config_hash']}, loading "
-             f"into config hash {tc.config_hash}")
+    where = (
+        f"{path}: checkpoint trained with config hash {raw['config_hash']}, loading "
+        f"into config hash {tc.config_hash}"
+    )
     if raw["algorithm"] != tc.algorithm:
-        raise CheckpointError(f"{where}: it holds algorithm {raw['algorithm']!r}, the config "
-                              f"asks for {tc.algorithm!r}")
+        raise CheckpointError(
+            f"{where}: it holds algorithm {raw['algorithm']!r}, the config "
+            f"asks for {tc.algorithm!r}"
+        )
     num_seeds = raw["num_seeds"]
     expected = serialization.to_state_dict(template_policy(tc, num_seeds if num_seeds else None))
     saved_flat = flatten_dict(raw["policy"], sep="/") if raw["policy"] else {}
@@ -78,22 +111,265 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
     if set(saved_flat) != set(expected_flat):
         missing = sorted(set(expected_flat) - set(saved_flat))
         extra = sorted(set(saved_flat) - set(expected_flat))
-        raise CheckpointError(f"{where}: the arrays differ (missing {missing[:5]}, "
-                              f"unexpected {extra[:5]}); was it trained with another "
-                              f"config?")
+        raise CheckpointError(
+            f"{where}: the arrays differ (missing {missing[:5]}, "
+            f"unexpected {extra[:5]}); was it trained with another "
+            f"config?"
+        )
     for name, spec in expected_flat.items():
         got = np.shape(saved_flat[name])
         if got != tuple(spec.shape):
             raise CheckpointError(
                 f"{where}: array {name!r} has shape {got}, this config needs "
                 f"{tuple(spec.shape)} (grid size, agent counts, observation, action table "
-                f"and network shape must match the training config)")
+                f"and network shape must match the training config)"
+            )
     if raw.get("policy_hash") != tc.policy_hash:
-        warnings.warn(f"{where}: shapes match, but the environment, rewards or algorithm "
-                      f"differ from the training config", stacklevel=2)
+        warnings.warn(
+            f"{where}: shapes match, but the environment, rewards or algorithm "
+            f"differ from the training config",
+            stacklevel=2,
+        )
     if not expected_flat:
         return {}
     restored = serialization.from_state_dict(
-        jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), template_policy(
-            tc, num_seeds if num_seeds else None)), raw["policy"])
+        jax.tree.map(
+            lambda s: np.zeros(s.shape, s.dtype),
+            template_policy(tc, num_seeds if num_seeds else None),
+        ),
+        raw["policy"],
+    )
     return jax.tree.map(jnp.asarray, restored)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0][:200]}" if text else type(err).__name__
+
+
+# ------------------------------------------------------------------ training checkpoints
+def checkpoint_interval(tc: TrainConfig, every: int | None) -> int:
+    """Updates between training checkpoints: ``every``, or by default a
+    :data:`CHECKPOINTS_PER_RUN`-th of the run (rounded up)."""
+    if every is not None:
+        return int(every)
+    return max(1, math.ceil(tc.num_updates / CHECKPOINTS_PER_RUN))
+
+
+@dataclasses.dataclass
+class Restored:
+    """A training checkpoint read back: runner state, metrics so far ([S, updates, ...],
+    NumPy) and where the run stood."""
+
+    updates: int
+    finished: bool
+    chunk_size: int
+    runner: Any
+    metrics: dict
+
+
+def _skeleton(tree: Any, leaves: list) -> Any:
+    """The nesting of a metrics dict with each array replaced by its index in ``leaves``."""
+    if isinstance(tree, dict):
+        return {key: _skeleton(value, leaves) for key, value in tree.items()}
+    leaves.append(np.asarray(tree))
+    return len(leaves) - 1
+
+
+def _rebuild(skeleton: Any, leaves: list) -> Any:
+    if isinstance(skeleton, dict):
+        return {key: _rebuild(value, leaves) for key, value in skeleton.items()}
+    return leaves[skeleton]
+
+
+def _leaf_names(tree: Any) -> list[str]:
+    paths, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [jax.tree_util.keystr(path, simple=True, separator="/") for path, _ in paths]
+
+
+class TrainingCheckpoints:
+    """The training checkpoints of one run: ``directory/<update>/`` written by Orbax.
+
+    ``every`` updates (rounded up to the next chunk boundary) the driver calls :meth:`save`;
+    :meth:`latest` reads and checks the newest checkpoint's description (before any long
+    work), :meth:`restore` the arrays into a runner state of the same structure.
+    """
+
+    def __init__(self, directory: str | os.PathLike, tc: TrainConfig, every: int | None = None):
+        self.directory = Path(directory).absolute()
+        self.tc = tc
+        self.every = checkpoint_interval(tc, every)
+        self.saved = 0  # saves by this process
+        self.last_update: int | None = None
+        self._manager = None
+
+    # ---------------------------------------------------------------- orbax plumbing
+    def _open(self):
+        if self._manager is None:
+            import orbax.checkpoint as ocp
+
+            if self.directory.exists() and not self.directory.is_dir():
+                raise CheckpointError(f"{self.directory} is a file, not a checkpoint directory")
+            options = ocp.CheckpointManagerOptions(
+                max_to_keep=KEEP_CHECKPOINTS, create=True, cleanup_tmp_directories=True
+            )
+            try:
+                self._manager = ocp.CheckpointManager(self.directory, options=options)
+            except Exception as err:
+                raise CheckpointError(
+                    f"{self.directory}: cannot open the training checkpoints ({_first_line(err)})"
+                ) from None
+        return self._manager
+
+    def steps(self) -> list[int]:
+        """The updates at which a complete checkpoint exists, oldest first."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(self._open().all_steps())
+
+    def _where(self, step: int) -> str:
+        return str(self.directory / str(step))
+
+    def _read(self, step: int, **items):
+        import orbax.checkpoint as ocp
+
+        try:
+            return self._open().restore(step, args=ocp.args.Composite(**items))
+        except Exception as err:  # truncated files, foreign directories, wrong shapes
+            kept = [s for s in self.steps() if s != step]
+            hint = (
+                f"; delete it to resume from update {kept[-1]}"
+                if kept
+                else "; delete it to start the run again"
+            )
+            raise CheckpointError(
+                f"{self._where(step)}: cannot read this training checkpoint "
+                f"(truncated or not written by ppage-jax: "
+                f"{_first_line(err)}){hint}"
+            ) from None
+
+    # ---------------------------------------------------------------- reading
+    def latest(self) -> dict | None:
+        """The newest checkpoint's description (``updates``, ``finished``, ...), checked
+        against this run's config; None when there is none. :class:`CheckpointError` when
+        it cannot be read or belongs to another config."""
+        steps = self.steps()
+        if not steps:
+            return None
+        import orbax.checkpoint as ocp
+
+        meta = self._read(steps[-1], meta=ocp.args.JsonRestore())["meta"]
+        where = self._where(steps[-1])
+        if not isinstance(meta, dict) or meta.get("format") != TRAINING_FORMAT:
+            raise CheckpointError(f"{where}: not a ppage_jax training checkpoint")
+        if (
+            meta.get("config_hash") != self.tc.config_hash
+            or meta.get("algorithm") != self.tc.algorithm
+        ):
+            raise CheckpointError(
+                f"{where}: written for config hash {meta.get('config_hash')} "
+                f"({meta.get('algorithm')}), this run has config hash {self.tc.config_hash} "
+                f"({self.tc.algorithm}); resume with the run's own config.yaml"
+            )
+        return meta
+
+    def restore(self, template: Any) -> Restored | None:
+        """The newest checkpoint, its runner state in ``template``'s structure (the state
+        ``init`` returns, leading seed axis); None when there is none."""
+        import orbax.checkpoint as ocp
+
+        meta = self.latest()
+        if meta is None:
+            return None
+        step = self.steps()[-1]
+        where = self._where(step)
+        leaves, treedef = jax.tree.flatten(template)
+        names = _leaf_names(template)
+        shapes = [list(np.shape(x)) for x in leaves]
+        dtypes = [str(x.dtype) for x in leaves]
+        for key, mine in (("names", names), ("shapes", shapes), ("dtypes", dtypes)):
+            theirs = meta.get(key)
+            if theirs != mine:
+                pairs = enumerate(zip(theirs or [], mine, strict=False))
+                i = next((i for i, (a, b) in pairs if a != b), min(len(theirs or []), len(mine)))
+                got = theirs[i] if theirs and i < len(theirs) else "nothing"
+                want = mine[i] if i < len(mine) else "nothing"
+                name = names[i] if i < len(names) else f"#{i}"
+                raise CheckpointError(
+                    f"{where}: runner array {name!r} has {key[:-1]} {got}, this run needs {want}"
+                )
+        stored = [i for i, x in enumerate(leaves) if np.size(x) > 0]
+        items = self._read(
+            step,
+            state=ocp.args.StandardRestore({"leaves": [leaves[i] for i in stored]}),
+            history=ocp.args.StandardRestore(),
+        )
+        restored = list(leaves)
+        for i, value in zip(stored, items["state"]["leaves"], strict=True):
+            restored[i] = value
+        history = [
+            np.asarray(x) if shape is None else np.zeros(shape, np.asarray(x).dtype)
+            for x, shape in zip(items["history"]["leaves"], meta["empty_history"], strict=True)
+        ]
+        metrics = _rebuild(meta["history"], history)
+        self.last_update = int(meta["updates"])
+        return Restored(
+            int(meta["updates"]),
+            bool(meta["finished"]),
+            int(meta["chunk_size"]),
+            jax.tree.unflatten(treedef, restored),
+            metrics,
+        )
+
+    # ---------------------------------------------------------------- writing
+    def due(self, before: int, after: int) -> bool:
+        """Whether a checkpoint falls in the updates ``(before, after]``."""
+        return after // self.every > before // self.every
+
+    def save(
+        self, updates: int, runner: Any, metrics: dict, finished: bool, chunk_size: int
+    ) -> Path:
+        """Write the checkpoint of update ``updates`` (complete once this returns)."""
+        import orbax.checkpoint as ocp
+
+        leaves = jax.tree.leaves(runner)
+        history: list = []
+        skeleton = _skeleton(metrics, history)
+        meta = {
+            "format": TRAINING_FORMAT,
+            "algorithm": self.tc.algorithm,
+            "config_hash": self.tc.config_hash,
+            "updates": int(updates),
+            "finished": bool(finished),
+            "chunk_size": int(chunk_size),
+            "names": _leaf_names(runner),
+            "shapes": [list(np.shape(x)) for x in leaves],
+            "dtypes": [str(x.dtype) for x in leaves],
+            "history": skeleton,
+        }
+        stored = [x for x in leaves if np.size(x) > 0]
+        # Orbax cannot store empty arrays: zero-size leaves come back from the template
+        # (restore) and zero-size metrics are rebuilt from their shape.
+        history_saved = [h if h.size else np.zeros(1, h.dtype) for h in history]
+        meta["empty_history"] = [list(h.shape) if not h.size else None for h in history]
+        manager = self._open()
+        manager.save(
+            int(updates),
+            args=ocp.args.Composite(
+                state=ocp.args.StandardSave({"leaves": stored}),
+                history=ocp.args.StandardSave({"leaves": history_saved}),
+                meta=ocp.args.JsonSave(meta),
+            ),
+            force=True,
+        )
+        self.saved += 1
+        fault(f"checkpoint:{self.saved}")  # testing hook: killed while Orbax writes
+        manager.wait_until_finished()
+        self.last_update = int(updates)
+        return self.directory / str(updates)
+
+    def close(self) -> None:
+        if self._manager is not None:
+            self._manager.wait_until_finished()
+            self._manager.close()
+            self._manager = None

@@ -13,10 +13,10 @@ minibatches of ``batch_size`` grid-transitions are sampled uniformly (with repla
 ``min_replay_size`` are stored. Transitions of already-captured prey are stored with weight 0
 and never reach the loss.
 """
+
 from __future__ import annotations
 
-import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import flax.linen as nn
 import jax
@@ -25,68 +25,15 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from ppage_jax.config import UNIT_INTERVAL, Field, positive
 from ppage_jax.state import EnvParams
-from ppage_jax.train import common
-from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
+from ppage_jax.train import exploration, networks, progress, roles, rollout
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.hyperparams import DQNHyperparams
+from ppage_jax.train.progress import Progress
+from ppage_jax.train.rollout import EnvCarry
 
-
-@dataclasses.dataclass(frozen=True)
-class Hyperparams:
-    """``experiment.algorithm.params`` of ``dqn`` (PPAGE's names; defaults for many grids)."""
-
-    learning_rate: float = 1e-3
-    gamma: float = 0.99
-    epsilon: float = 1.0
-    epsilon_decay: float = 0.995      # per finished episode, as PPAGE
-    min_epsilon: float = 0.05
-    double_dqn: bool = False
-    dueling: bool = False
-    batch_size: int = 256             # grid-transitions per gradient step
-    buffer_size: int = 50_000         # grid-transitions kept per role
-    min_replay_size: int = 1_000
-    target_update_interval: int = 100  # gradient steps between hard target syncs
-    hidden_layers: tuple[int, ...] = (128, 128)
-    grad_clip: float = 5.0
-    num_steps: int = 16               # turns per grid per update (one metrics row)
-    gradient_steps: int = 1           # gradient steps per turn
-    obs_scale: float | None = None    # observations are multiplied by this; null: auto
-    reward_scale: float = 0.01        # rewards are multiplied by this before learning
-
-
-CHECKS = {
-    "learning_rate": positive(),
-    "gamma": UNIT_INTERVAL,
-    "epsilon": UNIT_INTERVAL,
-    "epsilon_decay": UNIT_INTERVAL,
-    "min_epsilon": UNIT_INTERVAL,
-    "double_dqn": Field(bool),
-    "dueling": Field(bool),
-    "batch_size": positive(int),
-    "buffer_size": positive(int),
-    "min_replay_size": positive(int),
-    "target_update_interval": positive(int),
-    "hidden_layers": Field(list, False, lambda v: len(v) > 0 and all(
-        isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in v),
-        "of positive integers, at least one"),
-    "grad_clip": positive(),
-    "num_steps": positive(int),
-    "gradient_steps": positive(int),
-    "obs_scale": Field(float, True, lambda v: v > 0,
-                       "> 0; null means 1 / env.size, or 1 for the spatial grid observation"),
-    "reward_scale": positive(),
-}
-
-
-def check(hp: Hyperparams, data: dict, fail) -> None:
-    """Cross-key rules over the merged config ``data`` (``fail`` raises a ConfigError)."""
-    num_envs = data["experiment"]["num_envs"]
-    if hp.buffer_size < num_envs:
-        fail("experiment.algorithm.params.buffer_size", hp.buffer_size,
-             f"must hold at least one turn of every grid (>= num_envs = {num_envs})")
-    if hp.min_replay_size > hp.buffer_size:
-        fail("experiment.algorithm.params.min_replay_size", hp.min_replay_size,
-             f"must be <= buffer_size ({hp.buffer_size})")
+Hyperparams = DQNHyperparams
+STOCHASTIC = False
 
 
 # --------------------------------------------------------------------------- network
@@ -120,24 +67,24 @@ class Replay:
     x: jax.Array
     action: jax.Array
     reward: jax.Array
-    next_x: jax.Array        # input built from final_obs (the bootstrap observation)
-    terminal: jax.Array      # float: agent_terminal (termination or own capture)
-    valid: jax.Array         # float: 1 for a transition that may be learned from
-    position: jax.Array      # int32: next row to write
-    size: jax.Array          # int32: rows filled
+    next_x: jax.Array  # input built from final_obs (the bootstrap observation)
+    terminal: jax.Array  # float: agent_terminal (termination or own capture)
+    valid: jax.Array  # float: 1 for a transition that may be learned from
+    position: jax.Array  # int32: next row to write
+    size: jax.Array  # int32: rows filled
 
 
 @struct.dataclass
 class Learner:
     train: TrainState
-    target: dict             # target network params
+    target: dict  # target network params
     replay: Replay
     gradient_steps: jax.Array  # int32
 
 
 @struct.dataclass
 class RunnerState:
-    learners: dict           # role -> Learner
+    learners: dict  # role -> Learner
     env: EnvCarry
     key: jax.Array
     progress: Progress
@@ -145,12 +92,12 @@ class RunnerState:
 
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     k_env, k_net, key = jax.random.split(key, 3)
-    env = common.env_reset(tc, k_env, params)
+    env = rollout.env_reset(tc, k_env, params)
     net, hp = network(tc), tc.hp
     tx = optax.chain(optax.clip_by_global_norm(hp.grad_clip), optax.adam(hp.learning_rate))
     learners = {}
     for i, role in enumerate(tc.learning_roles):
-        x = common.role_input(tc, role, env.obs[0])
+        x = networks.role_input(tc, role, env.obs[0])
         net_params = net.init(jax.random.fold_in(k_net, i), x)
         n = x.shape[0]
         cap = hp.buffer_size
@@ -161,10 +108,16 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
             next_x=jnp.zeros((cap,) + x.shape, jnp.float32),
             terminal=jnp.zeros((cap, n), jnp.float32),
             valid=jnp.zeros((cap, n), jnp.float32),
-            position=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32))
-        learners[role] = Learner(TrainState.create(apply_fn=net.apply, params=net_params, tx=tx),
-                                 net_params, replay, jnp.zeros((), jnp.int32))
-    return RunnerState(learners, env, key, common.progress_init())
+            position=jnp.zeros((), jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+        )
+        learners[role] = Learner(
+            TrainState.create(apply_fn=net.apply, params=net_params, tx=tx),
+            net_params,
+            replay,
+            jnp.zeros((), jnp.int32),
+        )
+    return RunnerState(learners, env, key, progress.progress_init())
 
 
 # --------------------------------------------------------------------------- learning
@@ -173,12 +126,15 @@ def add(replay: Replay, x, action, reward, next_x, terminal, valid) -> Replay:
     cap = replay.x.shape[0]
     rows = (replay.position + jnp.arange(x.shape[0])) % cap
     return replay.replace(
-        x=replay.x.at[rows].set(x), action=replay.action.at[rows].set(action),
-        reward=replay.reward.at[rows].set(reward), next_x=replay.next_x.at[rows].set(next_x),
+        x=replay.x.at[rows].set(x),
+        action=replay.action.at[rows].set(action),
+        reward=replay.reward.at[rows].set(reward),
+        next_x=replay.next_x.at[rows].set(next_x),
         terminal=replay.terminal.at[rows].set(terminal),
         valid=replay.valid.at[rows].set(valid),
         position=(replay.position + x.shape[0]) % cap,
-        size=jnp.minimum(replay.size + x.shape[0], cap))
+        size=jnp.minimum(replay.size + x.shape[0], cap),
+    )
 
 
 def q_loss(net_params, target_params, apply_fn, hp: Hyperparams, batch: dict) -> jax.Array:
@@ -193,30 +149,42 @@ def q_loss(net_params, target_params, apply_fn, hp: Hyperparams, batch: dict) ->
         next_value = q_next_target.max(axis=-1)
     target = batch["reward"] + hp.gamma * (1.0 - batch["terminal"]) * next_value
     td = optax.huber_loss(q_taken, jax.lax.stop_gradient(target), delta=1.0)
-    return common.masked_mean(td, batch["valid"])
+    return rollout.masked_mean(td, batch["valid"])
 
 
 def sgd_step(learner: Learner, hp: Hyperparams, key: jax.Array) -> tuple[Learner, jax.Array]:
     """One gradient step on a uniform minibatch; then the hard target sync if due."""
     rows = jax.random.randint(key, (hp.batch_size,), 0, jnp.maximum(learner.replay.size, 1))
     r = learner.replay
-    batch = {"x": r.x[rows], "action": r.action[rows], "reward": r.reward[rows],
-             "next_x": r.next_x[rows], "terminal": r.terminal[rows], "valid": r.valid[rows]}
-    loss, grads = jax.value_and_grad(q_loss)(learner.train.params, learner.target,
-                                             learner.train.apply_fn, hp, batch)
+    batch = {
+        "x": r.x[rows],
+        "action": r.action[rows],
+        "reward": r.reward[rows],
+        "next_x": r.next_x[rows],
+        "terminal": r.terminal[rows],
+        "valid": r.valid[rows],
+    }
+    loss, grads = jax.value_and_grad(q_loss)(
+        learner.train.params, learner.target, learner.train.apply_fn, hp, batch
+    )
     train = learner.train.apply_gradients(grads=grads)
     steps = learner.gradient_steps + 1
-    target = jax.tree.map(lambda t, o: jnp.where(steps % hp.target_update_interval == 0, o, t),
-                          learner.target, train.params)
+    target = jax.tree.map(
+        lambda t, o: jnp.where(steps % hp.target_update_interval == 0, o, t),
+        learner.target,
+        train.params,
+    )
     return learner.replace(train=train, target=target, gradient_steps=steps), loss
 
 
 def learn(learner: Learner, hp: Hyperparams, key: jax.Array) -> tuple[Learner, jax.Array]:
     """``gradient_steps`` SGD steps once the buffer holds ``min_replay_size`` transitions;
     returns the mean loss (NaN while warming up)."""
+
     def run(learner):
         def one(learner, k):
             return sgd_step(learner, hp, k)
+
         learner, losses = jax.lax.scan(one, learner, jax.random.split(key, hp.gradient_steps))
         return learner, losses.mean()
 
@@ -226,15 +194,16 @@ def learn(learner: Learner, hp: Hyperparams, key: jax.Array) -> tuple[Learner, j
     return jax.lax.cond(learner.replay.size >= hp.min_replay_size, run, wait, learner)
 
 
-def q_actions(tc: TrainConfig, learners: dict, key: jax.Array, obs: jax.Array,
-              epsilon: jax.Array) -> tuple[jax.Array, dict]:
+def q_actions(
+    tc: TrainConfig, learners: dict, key: jax.Array, obs: jax.Array, epsilon: jax.Array
+) -> tuple[jax.Array, dict]:
     """Epsilon-greedy actions int32[E, A] for the learning roles (0 elsewhere), and inputs."""
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     inputs = {}
     for i, role in enumerate(tc.learning_roles):
-        x = common.role_input(tc, role, obs)
+        x = networks.role_input(tc, role, obs)
         q = learners[role].train.apply_fn(learners[role].train.params, x)
-        action = common.epsilon_greedy(jax.random.fold_in(key, i), q, epsilon)
+        action = exploration.epsilon_greedy(jax.random.fold_in(key, i), q, epsilon)
         actions = actions.at[:, tc.agents_of(role)].set(action)
         inputs[role] = (x, action)
     return actions, inputs
@@ -247,36 +216,45 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     def one_step(carry, _):
         learners, env, key, episodes = carry
         key, k_act, k_fixed, k_env, k_learn = jax.random.split(key, 5)
-        epsilon = common.ppage_epsilon(hp, episodes)
+        epsilon = exploration.ppage_epsilon(hp, episodes)
         actions, inputs = q_actions(tc, learners, k_act, env.obs, epsilon)
-        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
-        env, step = common.env_step(tc, k_env, env, actions, params, hp.gamma)
+        actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
+        env, step = rollout.env_step(tc, k_env, env, actions, params, hp.gamma)
         new, losses = {}, {}
         for i, (role, (x, action)) in enumerate(inputs.items()):
             rows = tc.agents_of(role)
             learner = learners[role]
-            replay = add(learner.replay, x, action, step.reward[:, rows] * hp.reward_scale,
-                         common.role_input(tc, role, step.final_obs),
-                         step.agent_terminal[:, rows].astype(jnp.float32),
-                         step.valid[:, rows].astype(jnp.float32))
-            new[role], losses[f"q_loss/{role}"] = learn(learner.replace(replay=replay), hp,
-                                                        jax.random.fold_in(k_learn, i))
+            replay = add(
+                learner.replay,
+                x,
+                action,
+                step.reward[:, rows] * hp.reward_scale,
+                networks.role_input(tc, role, step.final_obs),
+                step.agent_terminal[:, rows].astype(jnp.float32),
+                step.valid[:, rows].astype(jnp.float32),
+            )
+            new[role], losses[f"q_loss/{role}"] = learn(
+                learner.replace(replay=replay), hp, jax.random.fold_in(k_learn, i)
+            )
         episodes = episodes + step.finished["done"].sum()
         return (new, env, key, episodes), (step.finished, losses, epsilon)
 
     (learners, env, key, _), (finished, losses, epsilon) = jax.lax.scan(
-        one_step, (runner.learners, runner.env, runner.key, runner.progress.episodes), None,
-        length=hp.num_steps)
-    row = common.episode_metrics(tc, finished)
+        one_step,
+        (runner.learners, runner.env, runner.key, runner.progress.episodes),
+        None,
+        length=hp.num_steps,
+    )
+    row = progress.episode_metrics(tc, finished)
     row["losses"] = jax.tree.map(jnp.nanmean, losses)
     row["extras"] = {"epsilon": epsilon[-1]}
-    runner = RunnerState(learners, env, key, common.advance(runner.progress, tc, row))
+    runner = RunnerState(learners, env, key, progress.advance(runner.progress, tc, row))
     return runner, row
 
 
 def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
     """Train DQN: pure, jittable, vmappable over ``key`` and ``params``."""
-    return common.train_loop(init, update, key, config, params)
+    return progress.train_loop(init, update, key, config, params)
 
 
 # --------------------------------------------------------------------------- policy
@@ -290,6 +268,6 @@ def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
     net = network(tc)
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     for role in tc.learning_roles:
-        q = net.apply(policy[role], common.role_input(tc, role, obs))
+        q = net.apply(policy[role], networks.role_input(tc, role, obs))
         actions = actions.at[:, tc.agents_of(role)].set(jnp.argmax(q, -1).astype(jnp.int32))
     return actions

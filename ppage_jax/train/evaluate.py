@@ -1,207 +1,250 @@
-"""Greedy evaluation on a held-out seed block, beside the random baseline.
+"""Held-out evaluation of trained policies beside baselines, with censored time to capture.
 
-Episode ``j`` of an evaluation starts from the layout drawn with ``PRNGKey(eval.seed + j)``
-and runs until it terminates or reaches the step cap (``eval.max_steps``, else the env's
-``max_steps``); nothing auto-resets. Every policy compared is evaluated on the same episodes.
+Episode ``j`` of an evaluation starts from the layout of ``PRNGKey(eval.seed + j)`` and runs
+until capture or the step limit (``eval.max_steps``, else the env's ``max_steps``); nothing
+auto-resets (:func:`ppage_jax.episodes.play_episodes`). Every row plays the same episodes.
 
-Reported per comparison: ``capture_rate`` (episodes ended by capture within the step cap),
-``steps_to_capture`` (mean turns of those episodes), ``episode_length`` (mean turns, the
-uncaptured ones counting the cap) and ``returns`` (mean per-term return per agent, per role).
+Rows (``ROWS``; name -> what the predators and the prey play):
+
+- ``trained``: both roles play the trained policy as it acts: sampled for a stochastic
+  policy (IPPO), greedy (argmax) otherwise; a role that does not learn plays its configured
+  baseline. The primary row.
+- ``trained_greedy`` (stochastic policies only): both learning roles take the argmax action.
+- ``random``, ``chase``: uniformly random / greedy BFS-chase predators against the same prey
+  as ``trained`` (when the predators learn).
+- ``prey_random``, ``prey_evade``: uniformly random / greedy BFS-evade prey against the same
+  predators as ``trained`` (when the prey learn).
+
+Each row is summarised by :func:`ppage_jax.episodes.summarize_episodes` (``capture_rate``,
+``km_median``, ``rmst`` with bootstrap CIs, ``truncated_share``, ``episode_length``,
+``steps_to_capture``, returns), seeds pooled, plus ``per_seed`` summaries without CIs.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from ppage_jax.state import EnvParams, State
-from ppage_jax.train import common
-from ppage_jax.train.common import LEARN, ROLES, TrainConfig
-from ppage_jax.train.experiment import algorithm
+from ppage_jax.analysis.survival import BOOTSTRAP_REPS
+from ppage_jax.episodes import episode_keys, play_episodes, summarize_episodes
+from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
+from ppage_jax.state import EnvParams
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.registry import algorithm
+from ppage_jax.train.roles import LEARN, ROLES, FrozenPolicy
 
-# Batched actor: (key, obs float32[E, A, F], batched state) -> int32[E, A].
-Actor = Callable[[jax.Array, jax.Array, State], jax.Array]
-
-# What each role plays in a comparison: "trained" (the learned policy's greedy actions, or
-# the role's configured baseline when it does not learn), "sampled" (actions sampled from a
-# stochastic learned policy, IPPO's) or a baseline name ("random", "noop", "chase", "evade").
-# name -> (predators, prey)
-COMPARISONS = {
+# name -> (predators, prey). A side plays "trained" (the policy as it acts), "greedy",
+# "sampled" (stochastic policies) or a baseline name ("random", "noop", "chase" for
+# predators, "evade" for prey).
+ROWS: dict[str, tuple[str, str]] = {
     "trained": ("trained", "trained"),
-    "sampled_predators": ("sampled", "trained"),
-    "random_predators": ("random", "trained"),
-    "random_prey": ("trained", "random"),
+    "trained_greedy": ("greedy", "greedy"),
+    "random": ("random", "trained"),
+    "chase": ("chase", "trained"),
+    "prey_random": ("trained", "random"),
+    "prey_evade": ("trained", "evade"),
 }
-LABELS = {"trained": "trained", "sampled_predators": "sampled predators",
-          "random_predators": "random predators", "random_prey": "random prey"}
+LEARNED_MODES = ("trained", "greedy", "sampled")
+BASELINE_LABELS = {
+    "random": "random",
+    "noop": "no-op",
+    "chase": "greedy BFS chase",
+    "evade": "greedy BFS evade",
+}
 
 
-def eval_params(params: EnvParams, max_steps: int | None) -> EnvParams:
-    """``params`` with the evaluation's step cap (None keeps the env's)."""
-    if max_steps is None:
-        return params
-    return params.replace(max_steps=jnp.asarray(max_steps, jnp.int32))
+def is_stochastic(module: Any) -> bool:
+    """Whether an algorithm's trained policy samples its actions (IPPO): its declared
+    ``STOCHASTIC`` capability (:class:`ppage_jax.train.protocol.Algorithm`)."""
+    return bool(module.STOCHASTIC)
 
 
-def episode_keys(seed: int, episodes: int) -> jax.Array:
-    """The held-out block: one key per episode, ``PRNGKey(seed + j)``."""
-    return jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + episodes))
+def resolve(tc: TrainConfig, role: str, mode: str) -> str:
+    """What ``role`` really plays for ``mode``: ``"greedy"``, ``"sampled"`` or a baseline
+    name (a role that does not learn plays its configured baseline for a learned mode)."""
+    if mode not in LEARNED_MODES:
+        table = PREDATOR_POLICIES if role == "predator" else PREY_POLICIES
+        if mode not in table:
+            raise ValueError(
+                f"{role}s cannot play {mode!r}: choose one of {list(LEARNED_MODES) + list(table)}"
+            )
+        return mode
+    if not tc.learns(role):
+        configured = tc.roles[ROLES.index(role)]
+        return "noop" if configured == LEARN else configured
+    stochastic = is_stochastic(algorithm(tc.algorithm))
+    if mode == "trained":
+        return "sampled" if stochastic else "greedy"
+    if mode == "sampled" and not stochastic:
+        raise ValueError(f"{tc.algorithm} has no stochastic policy to sample; use 'greedy'")
+    return mode
 
 
-def run_episodes(tc: TrainConfig, actor: Actor, params: EnvParams, keys: jax.Array
-                 ) -> dict[str, jax.Array]:
-    """Play one episode per key to its end (no auto-reset). Pure and jittable.
-
-    Returns per episode: ``captured`` bool[N] (terminated within the cap), ``length``
-    int32[N], ``returns`` float32[N, A, T].
-    """
-    env = tc.env
-    reset_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
-    obs, state = jax.vmap(env.reset, in_axes=(0, None))(reset_keys, params)
-    n = keys.shape[0]
-    carry = {
-        "obs": obs, "state": state, "t": jnp.zeros((), jnp.int32),
-        "done": jnp.zeros(n, bool), "captured": jnp.zeros(n, bool),
-        "length": jnp.zeros(n, jnp.int32),
-        "returns": jnp.zeros((n, env.num_agents, len(env.reward_terms)), jnp.float32),
-    }
-
-    def cond(c):
-        return ~c["done"].all()
-
-    def body(c):
-        step_key = jax.random.fold_in(keys[0], c["t"] + 1)
-        actions = actor(step_key, c["obs"], c["state"])
-        obs, state, _, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-            jax.vmap(lambda k: jax.random.fold_in(k, c["t"] + 1))(keys), c["state"], actions,
-            params)
-        live = ~c["done"]
-        return {
-            "obs": obs, "state": state, "t": c["t"] + 1,
-            "done": c["done"] | term | trunc,
-            "captured": c["captured"] | (live & term),
-            "length": c["length"] + live,
-            "returns": c["returns"] + jnp.where(live[:, None, None], info["reward_terms"], 0.0),
-        }
-
-    out = jax.lax.while_loop(cond, body, carry)
-    return {"captured": out["captured"], "length": out["length"], "returns": out["returns"]}
+def describe(tc: TrainConfig, role: str, mode: str) -> str:
+    """A label for a table heading: ``"trained (sampled)"``, ``"greedy BFS chase"``,
+    ``"random (configured)"``, ..."""
+    what = resolve(tc, role, mode)
+    if what in ("greedy", "sampled"):
+        return f"trained ({what})"
+    label = BASELINE_LABELS.get(what, what)
+    return f"{label} (configured)" if mode in LEARNED_MODES else label
 
 
-def make_actor(tc: TrainConfig, policy: dict, params: EnvParams, predators: str = "trained",
-               prey: str = "trained") -> Actor:
-    """The batched actor for one comparison: each role plays ``"trained"``, ``"sampled"`` or a
-    baseline name (``"random"``, ``"noop"``, ``"chase"`` for predators, ``"evade"`` for prey)."""
-    switch = make_switch_actor(tc, policy, params, ((predators,), (prey,)))
-    return lambda key, obs, state: switch(key, obs, state, jnp.zeros(2, jnp.int32))
+def _role_policy(tc: TrainConfig, policy: Any, params: EnvParams, role: str, what: str) -> Policy:
+    """One grid's actions (int32[A]; only ``role``'s rows matter) for a resolved mode."""
+    if what in ("greedy", "sampled"):
+        module = algorithm(tc.algorithm)
+        actions = module.greedy_actions if what == "greedy" else module.sample_actions
+
+        def act(key, obs, state):
+            return actions(tc, policy, key, obs[None])[0].astype(jnp.int32)
+
+        return act
+    if isinstance(what, FrozenPolicy):  # a role played by another run's policy
+        return what.policy(tc.env, params)
+    table = PREDATOR_POLICIES if role == "predator" else PREY_POLICIES
+    return table[what](tc.env, params)
 
 
-def make_switch_actor(tc: TrainConfig, policy: dict, params: EnvParams,
-                      options: tuple[tuple[str, ...], tuple[str, ...]]):
-    """An actor ``(key, obs, state, choice int32[2]) -> actions`` where role ``i`` plays
-    ``options[i][choice[i]]``: one compiled program serves every comparison."""
-    module = algorithm(tc.algorithm)
+def switch_policy(
+    tc: TrainConfig,
+    policy: Any,
+    params: EnvParams,
+    options: tuple[tuple[str, ...], tuple[str, ...]],
+    choice: jax.Array,
+) -> Policy:
+    """A policy where each role ``i`` plays ``options[i][choice[i]]`` (modes as in ``ROWS``;
+    ``choice`` int32[2] may be traced, so one compiled program serves every row)."""
+    is_predator = jnp.asarray(tc.env.is_predator)
+    branches = [
+        [_role_policy(tc, policy, params, role, resolve(tc, role, mode)) for mode in options[i]]
+        for i, role in enumerate(ROLES)
+    ]
 
-    def act(key: jax.Array, obs: jax.Array, state: State, choice: jax.Array) -> jax.Array:
-        learned = {"trained": lambda: module.greedy_actions(tc, policy,
-                                                            jax.random.fold_in(key, 7), obs),
-                   "sampled": lambda: module.sample_actions(tc, policy,
-                                                            jax.random.fold_in(key, 8), obs)}
-        actions = jnp.zeros(obs.shape[:2], jnp.int32)
-        for i, role in enumerate(ROLES):
-            rows = tc.agents_of(role)
-            if len(rows) == 0:
-                continue
-            candidates = []
-            for name in options[i]:
-                if name in learned and tc.roles[i] == LEARN:
-                    candidates.append(learned[name]())
-                    continue
-                baseline = tc.roles[i] if name in learned else name
-                candidates.append(common.role_policy_actions(
-                    tc, role, baseline, jax.random.fold_in(key, i), obs, state, params,
-                    jnp.zeros_like(actions)))
-            picked = jnp.stack(candidates)[choice[i]]
-            actions = actions.at[:, rows].set(picked[:, rows])
-        return actions
+    def act(key, obs, state):
+        k_pred, k_prey = jax.random.split(key)
+        pred = lax.switch(choice[0], branches[0], k_pred, obs, state)
+        prey = lax.switch(choice[1], branches[1], k_prey, obs, state)
+        return jnp.where(is_predator, pred, prey).astype(jnp.int32)
 
     return act
 
 
-def summarize(tc: TrainConfig, episodes: dict) -> dict[str, float]:
-    """Host-side means of :func:`run_episodes` output (any leading axes are pooled)."""
-    captured = np.asarray(episodes["captured"]).reshape(-1)
-    length = np.asarray(episodes["length"]).reshape(-1)
-    returns = np.asarray(episodes["returns"])
-    returns = returns.reshape((-1,) + returns.shape[-2:])
-    is_pred = np.asarray(tc.env.is_predator, bool)
-    out = {
-        "episodes": int(captured.size),
-        "capture_rate": float(captured.mean()),
-        "steps_to_capture": float(length[captured].mean()) if captured.any() else float("nan"),
-        "episode_length": float(length.mean()),
-    }
-    for role, rows in zip(ROLES, (is_pred, ~is_pred)):
-        if rows.any():
-            per_term = returns[:, rows, :].mean(axis=(0, 1))
-            for name, value in zip(tc.env.reward_terms, per_term):
-                out[f"return/{role}/{name}"] = float(value)
-            out[f"return/{role}/total"] = float(per_term.sum())
+def matchup_policy(
+    tc: TrainConfig,
+    policy: Any,
+    params: EnvParams,
+    predators: str = "trained",
+    prey: str = "trained",
+) -> Policy:
+    """One grid's policy ``(key, obs[A, F], state) -> int32[A]`` with each role playing a
+    mode of ``ROWS`` (``policy`` is one seed's ``policy_state``)."""
+    return switch_policy(tc, policy, params, ((predators,), (prey,)), jnp.zeros(2, jnp.int32))
+
+
+def rows_for(tc: TrainConfig) -> dict[str, tuple[str, str]]:
+    """The rows worth evaluating for this run (see the module docstring)."""
+    names = ["trained"]
+    if tc.learning_roles and is_stochastic(algorithm(tc.algorithm)):
+        names.append("trained_greedy")
+    if tc.learns("predator"):
+        names += ["random", "chase"]
+    if tc.learns("prey"):
+        names += ["prey_random", "prey_evade"]
+    return {name: ROWS[name] for name in names}
+
+
+def step_limit(tc: TrainConfig, params: EnvParams, max_steps: int | None) -> int:
+    """The evaluation's step limit: ``max_steps``, else the env's."""
+    return int(params.max_steps) if max_steps is None else int(max_steps)
+
+
+def evaluate_episodes(
+    tc: TrainConfig,
+    policies: Any,
+    params: EnvParams,
+    seed: int,
+    episodes: int,
+    max_steps: int | None = None,
+    which: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, dict]:
+    """Play every row of ``which`` (default :func:`rows_for`) on the held-out block
+    ``[seed, seed + episodes)`` with the policies stacked on a leading seed axis
+    (``policy_state`` of a vmapped ``train``). Returns ``{row: per-episode NumPy arrays
+    [seeds, episodes, ...]}`` (:data:`ppage_jax.episodes.EPISODE_FIELDS`)."""
+    which = rows_for(tc) if which is None else which
+    options = tuple(tuple(dict.fromkeys(pair[i] for pair in which.values())) for i in range(2))
+    for i, role in enumerate(ROLES):
+        for mode in options[i]:
+            resolve(tc, role, mode)  # bad modes fail here, with their name
+    run = _compiled(tc, options, seed, episodes, max_steps, bool(jax.tree.leaves(policies)))
+    out = {}
+    for name, pair in which.items():
+        choice = jnp.asarray([options[i].index(pair[i]) for i in range(2)], jnp.int32)
+        out[name] = jax.tree.map(np.asarray, jax.device_get(run(policies, params, choice)))
     return out
 
 
-def comparisons(tc: TrainConfig) -> dict[str, tuple[str, str]]:
-    """The comparisons worth making for this run: trained predators vs sampled (stochastic
-    policies only) and random predators, and vs random prey when the prey learn."""
-    names = ["trained"]
-    if tc.learns("predator"):
-        if hasattr(algorithm(tc.algorithm), "sample_actions"):
-            names.append("sampled_predators")
-        names.append("random_predators")
-    if tc.learns("prey"):
-        names.append("random_prey")
-    return {name: COMPARISONS[name] for name in names}
-
-
-def evaluate(tc: TrainConfig, policies: dict, params: EnvParams, seed: int, episodes: int,
-             max_steps: int | None = None, which: dict | None = None) -> dict[str, dict]:
-    """Evaluate trained policies, stacked on a leading seed axis (``policy_state`` of a
-    vmapped ``train``), in each comparison on the held-out block ``[seed, seed + episodes)``.
-
-    ``which`` maps a comparison name to (predators, prey) choices (default: :func:`comparisons`).
-    Every comparison runs through one compiled program (cached per ``tc``, choices and
-    block). Returns ``{comparison: summary}``: seeds pooled, plus ``per_seed`` (a list of
-    summaries).
-    """
-    which = comparisons(tc) if which is None else which
-    options = tuple(tuple(dict.fromkeys(pair[i] for pair in which.values())) for i in range(2))
-    run = _compiled(tc, options, seed, episodes, max_steps, bool(jax.tree.leaves(policies)))
-    results: dict[str, dict] = {}
-    for name, pair in which.items():
-        choice = jnp.asarray([options[i].index(pair[i]) for i in range(2)], jnp.int32)
-        out = jax.device_get(run(policies, params, choice))
-        results[name] = summarize(tc, out)
-        results[name]["per_seed"] = [summarize(tc, jax.tree.map(lambda a: a[i], out))
-                                     for i in range(np.asarray(out["captured"]).shape[0])]
+def summarize_rows(
+    tc: TrainConfig, played: dict[str, dict], which: dict, horizon: int, reps: int = BOOTSTRAP_REPS
+) -> dict[str, dict]:
+    """Each row's summary (seeds pooled, bootstrap within seeds), its ``predators``/``prey``
+    labels and ``per_seed`` summaries (no CIs)."""
+    results = {}
+    for name, episodes in played.items():
+        seeds = episodes["captured"].shape[0]
+        strata = np.broadcast_to(np.arange(seeds)[:, None], episodes["captured"].shape)
+        row = summarize_episodes(episodes, tc.env, horizon=horizon, reps=reps, strata=strata)
+        row["predators"] = describe(tc, "predator", which[name][0])
+        row["prey"] = describe(tc, "prey", which[name][1])
+        row["per_seed"] = [
+            summarize_episodes(
+                jax.tree.map(lambda a, i=i: a[i], episodes), tc.env, horizon=horizon, reps=0
+            )
+            for i in range(seeds)
+        ]
+        results[name] = row
     return results
 
 
+def evaluate(
+    tc: TrainConfig,
+    policies: Any,
+    params: EnvParams,
+    seed: int,
+    episodes: int,
+    max_steps: int | None = None,
+    which: dict | None = None,
+    reps: int = BOOTSTRAP_REPS,
+) -> dict[str, dict]:
+    """Evaluate trained policies (stacked on a leading seed axis) in each row of ``which``
+    (default :func:`rows_for`) on the held-out block: ``{row: summary}`` (see
+    :func:`summarize_rows`). Every row runs through one compiled program (cached per ``tc``,
+    rows and block)."""
+    which = rows_for(tc) if which is None else which
+    played = evaluate_episodes(tc, policies, params, seed, episodes, max_steps, which)
+    return summarize_rows(tc, played, which, step_limit(tc, params, max_steps), reps)
+
+
 @functools.lru_cache(maxsize=32)
-def _compiled(tc: TrainConfig, options: tuple, seed: int, episodes: int,
-              max_steps: int | None, stacked: bool):
+def _compiled(
+    tc: TrainConfig, options: tuple, seed: int, episodes: int, max_steps: int | None, stacked: bool
+):
     """jit of ``(policies, params, choice) -> per-episode results [seeds, episodes]``."""
     keys = episode_keys(seed, episodes)
 
     def play(policy, params, choice):
-        params = eval_params(params, max_steps)
-        act = make_switch_actor(tc, policy, params, options)
-        return run_episodes(tc, lambda k, o, s: act(k, o, s, choice), params, keys)
+        act = switch_policy(tc, policy, params, options, choice)
+        return play_episodes(tc.env, act, keys, params, max_steps)
 
     if stacked:
         return jax.jit(jax.vmap(play, in_axes=(0, None, None)))
     # nothing learned (algorithm random): one "seed"
-    return jax.jit(lambda policy, params, choice: jax.tree.map(
-        lambda a: a[None], play(policy, params, choice)))
+    return jax.jit(
+        lambda policy, params, choice: jax.tree.map(lambda a: a[None], play(policy, params, choice))
+    )

@@ -24,61 +24,20 @@ same turn are averaged into one step. Terminal means the episode terminated or t
 captured; truncation bootstraps from ``final_obs``. Transitions of already-captured prey (all
 members captured, for a ``cql`` team) are masked out. Epsilon decays per finished episode.
 """
+
 from __future__ import annotations
-
-import dataclasses
-
-import numpy as np
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
-from ppage_jax.config import Field, UNIT_INTERVAL, positive
 from ppage_jax.state import EnvParams
-from ppage_jax.train import common
-from ppage_jax.train.common import EnvCarry, Progress, TrainConfig
-
-KINDS = ("iql", "cql")
-
-
-@dataclasses.dataclass(frozen=True)
-class TabularHyperparams:
-    """The hyperparameters iql, cql and mixed share (PPAGE's tabular experiment values)."""
-
-    alpha: float = 0.1
-    gamma: float = 0.99
-    epsilon: float = 1.0
-    epsilon_decay: float = 0.995      # per finished episode, as PPAGE
-    min_epsilon: float = 0.05
-    table_size: int = 65_536          # rows per table (observations are hashed)
-    num_steps: int = 16               # turns per grid per update (one metrics row)
-# Checks shared by iql, cql and mixed (PPAGE's tabular keys plus table_size and num_steps).
-CHECKS = {
-    "alpha": Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
-    "gamma": UNIT_INTERVAL,
-    "epsilon": UNIT_INTERVAL,
-    "epsilon_decay": UNIT_INTERVAL,
-    "min_epsilon": UNIT_INTERVAL,
-    "table_size": Field(int, False, lambda v: v >= 1, ">= 1 (rows per table)"),
-    "num_steps": positive(int),
-}
-# Largest joint-action table row a cql team may have (nA ** team size).
-MAX_JOINT_ACTIONS = 4096
-
-
-def check_tables(hp, data: dict, fail) -> None:
-    """A cql team's joint action space must stay small (``nA ** team size``)."""
-    from ppage_jax.actions import ACTION_TABLES
-
-    num_actions = len(ACTION_TABLES[data["actions"]["type"]])
-    for role, kind in hp.kinds.items():
-        n = data["agents"]["predators" if role == "predator" else "preys"]["count"]
-        if kind == "cql" and num_actions ** n > MAX_JOINT_ACTIONS:
-            fail("experiment.algorithm.name", data["experiment"]["algorithm"]["name"],
-                 f"a cql team of {n} {role}s has {num_actions}**{n} = {num_actions ** n} joint "
-                 f"actions; at most {MAX_JOINT_ACTIONS} are supported (use iql for the "
-                 f"{role}s, e.g. algorithm mixed)")
+from ppage_jax.train import exploration, progress, roles, rollout
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.hyperparams import TabularHyperparams
+from ppage_jax.train.progress import Progress
+from ppage_jax.train.rollout import EnvCarry
 
 
 # --------------------------------------------------------------------------- hashing
@@ -111,8 +70,11 @@ def collision_rate(observations: np.ndarray, table_size: int) -> dict:
     rows = np.asarray(hash_observation(jnp.asarray(rounded, jnp.float32), table_size))
     _, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)
     shared = counts[inverse] > 1
-    return {"distinct": int(len(rounded)), "rows": int(len(counts)),
-            "collision_rate": float(shared.mean()) if len(rounded) else 0.0}
+    return {
+        "distinct": int(len(rounded)),
+        "rows": int(len(counts)),
+        "collision_rate": float(shared.mean()) if len(rounded) else 0.0,
+    }
 
 
 # --------------------------------------------------------------------------- team learners
@@ -130,8 +92,9 @@ def joint_index(actions: jax.Array, num_actions: int) -> jax.Array:
     return (actions * weights).sum(-1)
 
 
-def member_values(kind: str, table: jax.Array, keys: jax.Array, n: int, num_actions: int
-                  ) -> jax.Array:
+def member_values(
+    kind: str, table: jax.Array, keys: jax.Array, n: int, num_actions: int
+) -> jax.Array:
     """float32[E, n, nA]: the values each member acts on (its own row; cql: the mean of the
     team row over the other members' actions)."""
     if kind == "iql":
@@ -141,8 +104,9 @@ def member_values(kind: str, table: jax.Array, keys: jax.Array, n: int, num_acti
     return jnp.stack(marginals, axis=1)
 
 
-def _averaged_add(flat: jax.Array, index: jax.Array, delta: jax.Array, weight: jax.Array
-                  ) -> jax.Array:
+def _averaged_add(
+    flat: jax.Array, index: jax.Array, delta: jax.Array, weight: jax.Array
+) -> jax.Array:
     """``flat[index] += mean of delta over the entries with the same index`` (weight 0
     entries count for nothing). index, delta, weight: [M]. The counts come from an [M, M]
     comparison (M = grids x team members), cheaper than a table-sized scratch array for the
@@ -153,8 +117,9 @@ def _averaged_add(flat: jax.Array, index: jax.Array, delta: jax.Array, weight: j
     return flat.at[index].add(share)
 
 
-def td_update(kind: str, table: jax.Array, batch: dict, hp, num_actions: int
-              ) -> tuple[jax.Array, jax.Array]:
+def td_update(
+    kind: str, table: jax.Array, batch: dict, hp: TabularHyperparams, num_actions: int
+) -> tuple[jax.Array, jax.Array]:
     """One batched Q-learning step of a team from one turn of every grid.
 
     ``batch``: ``keys``/``next_keys`` (team_keys), ``action`` int32[E, n], ``reward``,
@@ -173,42 +138,50 @@ def td_update(kind: str, table: jax.Array, batch: dict, hp, num_actions: int
     else:
         joint_actions = table.shape[-1]
         a = joint_index(batch["action"], num_actions)
-        valid = batch["valid"].max(-1)                               # any member uncaptured
+        valid = batch["valid"].max(-1)  # any member uncaptured
         reward = (batch["reward"] * batch["valid"]).sum(-1)
-        terminal = batch["terminal"].min(-1)                         # every member finished
+        terminal = batch["terminal"].min(-1)  # every member finished
         q_taken = table[batch["keys"], a]
         next_max = table[batch["next_keys"]].max(-1)
         td = reward + hp.gamma * (1.0 - terminal) * next_max - q_taken
         flat_index = batch["keys"] * joint_actions + a
-    flat = _averaged_add(table.reshape(-1), flat_index.reshape(-1),
-                         (hp.alpha * td).reshape(-1), valid.reshape(-1))
-    return flat.reshape(table.shape), common.masked_mean(jnp.abs(td), valid)
+    flat = _averaged_add(
+        table.reshape(-1), flat_index.reshape(-1), (hp.alpha * td).reshape(-1), valid.reshape(-1)
+    )
+    return flat.reshape(table.shape), rollout.masked_mean(jnp.abs(td), valid)
 
 
 # --------------------------------------------------------------------------- runner
 @struct.dataclass
 class RunnerState:
-    tables: dict             # role -> table (see the module docstring)
+    tables: dict  # role -> table (see the module docstring)
     env: EnvCarry
     key: jax.Array
     progress: Progress
 
 
 def table_shape(kind: str, n: int, num_actions: int, table_size: int) -> tuple[int, ...]:
-    return (n, table_size, num_actions) if kind == "iql" else (table_size, num_actions ** n)
+    return (n, table_size, num_actions) if kind == "iql" else (table_size, num_actions**n)
 
 
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     k_env, key = jax.random.split(key)
-    env = common.env_reset(tc, k_env, params)
-    tables = {role: jnp.zeros(table_shape(tc.hp.kinds[role], len(tc.agents_of(role)),
-                                          tc.env.num_actions, tc.hp.table_size), jnp.float32)
-              for role in tc.learning_roles}
-    return RunnerState(tables, env, key, common.progress_init())
+    env = rollout.env_reset(tc, k_env, params)
+    tables = {
+        role: jnp.zeros(
+            table_shape(
+                tc.hp.kinds[role], len(tc.agents_of(role)), tc.env.num_actions, tc.hp.table_size
+            ),
+            jnp.float32,
+        )
+        for role in tc.learning_roles
+    }
+    return RunnerState(tables, env, key, progress.progress_init())
 
 
-def act(tc: TrainConfig, tables: dict, key: jax.Array, obs: jax.Array, epsilon: jax.Array
-        ) -> tuple[jax.Array, dict]:
+def act(
+    tc: TrainConfig, tables: dict, key: jax.Array, obs: jax.Array, epsilon: jax.Array
+) -> tuple[jax.Array, dict]:
     """Epsilon-greedy actions int32[E, A] for the learning roles and each role's table keys
     (predators draw first, as in PPAGE's mixed trainer)."""
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
@@ -217,7 +190,7 @@ def act(tc: TrainConfig, tables: dict, key: jax.Array, obs: jax.Array, epsilon: 
         kind, rows = tc.hp.kinds[role], tc.agents_of(role)
         keys[role] = team_keys(kind, obs[:, rows], tc.hp.table_size)
         values = member_values(kind, tables[role], keys[role], len(rows), tc.env.num_actions)
-        action = common.epsilon_greedy(jax.random.fold_in(key, i), values, epsilon)
+        action = exploration.epsilon_greedy(jax.random.fold_in(key, i), values, epsilon)
         actions = actions.at[:, rows].set(action)
     return actions, keys
 
@@ -229,36 +202,42 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     def one_step(carry, _):
         tables, env, key, episodes = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
-        epsilon = common.ppage_epsilon(hp, episodes)
+        epsilon = exploration.ppage_epsilon(hp, episodes)
         actions, keys = act(tc, tables, k_act, env.obs, epsilon)
-        actions = common.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
-        env, step = common.env_step(tc, k_env, env, actions, params, hp.gamma)
+        actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
+        env, step = rollout.env_step(tc, k_env, env, actions, params, hp.gamma)
         new, errors = {}, {}
         for role in tc.learning_roles:
             kind, rows = hp.kinds[role], tc.agents_of(role)
             batch = {
                 "keys": keys[role],
                 "next_keys": team_keys(kind, step.final_obs[:, rows], hp.table_size),
-                "action": actions[:, rows], "reward": step.reward[:, rows],
+                "action": actions[:, rows],
+                "reward": step.reward[:, rows],
                 "terminal": step.agent_terminal[:, rows].astype(jnp.float32),
-                "valid": step.valid[:, rows].astype(jnp.float32)}
-            new[role], errors[f"td_error/{role}"] = td_update(kind, tables[role], batch, hp,
-                                                           tc.env.num_actions)
+                "valid": step.valid[:, rows].astype(jnp.float32),
+            }
+            new[role], errors[f"td_error/{role}"] = td_update(
+                kind, tables[role], batch, hp, tc.env.num_actions
+            )
         episodes = episodes + step.finished["done"].sum()
         return (new, env, key, episodes), (step.finished, errors, epsilon)
 
     (tables, env, key, _), (finished, errors, epsilon) = jax.lax.scan(
-        one_step, (runner.tables, runner.env, runner.key, runner.progress.episodes), None,
-        length=hp.num_steps)
-    row = common.episode_metrics(tc, finished)
+        one_step,
+        (runner.tables, runner.env, runner.key, runner.progress.episodes),
+        None,
+        length=hp.num_steps,
+    )
+    row = progress.episode_metrics(tc, finished)
     row["losses"] = jax.tree.map(jnp.mean, errors)
     row["extras"] = {"epsilon": epsilon[-1]}
-    return RunnerState(tables, env, key, common.advance(runner.progress, tc, row)), row
+    return RunnerState(tables, env, key, progress.advance(runner.progress, tc, row)), row
 
 
 def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
     """Train the tabular learners: pure, jittable, vmappable over ``key`` and ``params``."""
-    return common.train_loop(init, update, key, config, params)
+    return progress.train_loop(init, update, key, config, params)
 
 
 def policy_state(runner: RunnerState) -> dict:

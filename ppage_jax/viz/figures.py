@@ -5,6 +5,7 @@ which silently stops a notebook's inline plots after the call. These helpers bui
 ``Figure`` (rendered by Agg when saved) that pyplot never sees, with pyplot's names so a
 plotting function can ``from ppage_jax.viz import figures as plt``.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -13,16 +13,18 @@ with the agent's 1-based index within its role (``predator_2`` shows ``2``) in a
 font, and, on a cell holding several agents, a yellow badge with their count in the top-right
 corner. Predators are red, free prey green, captured prey pale green with a dark index.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ppage_jax.env import GridWorld
+from ppage_jax.episodes.play import episode_starts, play_episodes
 from ppage_jax.policies import Policy, random_policy
 from ppage_jax.state import EnvParams, State
 
@@ -55,8 +57,9 @@ _DIGIT_ROWS = (
     ("###", "#.#", "###", "#.#", "###"),
     ("###", "#.#", "###", "..#", "###"),
 )
-DIGIT_FONT = np.array([[[c == "#" for c in row] for row in digit] for digit in _DIGIT_ROWS],
-                      dtype=bool)  # bool[10, 5, 3]
+DIGIT_FONT = np.array(
+    [[[c == "#" for c in row] for row in digit] for digit in _DIGIT_ROWS], dtype=bool
+)  # bool[10, 5, 3]
 
 
 def frame_shape(env: GridWorld, cell_px: int = DEFAULT_CELL_PX) -> tuple[int, int, int]:
@@ -75,7 +78,7 @@ def _cell_stencils(cell_px: int, n_digits: int) -> dict[str, np.ndarray]:
     ly, lx = np.meshgrid(local, local, indexing="ij")
     centre = cell_px / 2.0
     radius = 0.40 * cell_px
-    disc = (ly + 0.5 - centre) ** 2 + (lx + 0.5 - centre) ** 2 <= radius ** 2
+    disc = (ly + 0.5 - centre) ** 2 + (lx + 0.5 - centre) ** 2 <= radius**2
     thickness = max(1, cell_px // 12)
     cross = (np.abs(ly - lx) < thickness) | (np.abs(ly + lx - (cell_px - 1)) < thickness)
     scale = max(1, (cell_px + 4) // 14)  # 2 at the default 32 px, 1 below 24 px
@@ -125,8 +128,9 @@ def render(env: GridWorld, state: State, cell_px: int = DEFAULT_CELL_PX) -> jax.
     grid_line = (ly == 0) | (lx == 0)
 
     is_predator = np.asarray(env.is_predator)
-    role_index = np.where(is_predator, np.arange(n_agents),
-                          np.arange(n_agents) - env.layout.n_predators) + 1
+    role_index = (
+        np.where(is_predator, np.arange(n_agents), np.arange(n_agents) - env.layout.n_predators) + 1
+    )
     positions = jnp.asarray(state.positions, jnp.int32)
     captured = jnp.asarray(state.captured, bool)
     x, y = positions[:, 0], positions[:, 1]
@@ -161,8 +165,9 @@ def render(env: GridWorld, state: State, cell_px: int = DEFAULT_CELL_PX) -> jax.
     text_px = disc_px & stencil["in_glyph"][ly, lx] & ink & ~leading_zero
     stacked_px = stacked[cy, cx]
     badge_px = jnp.asarray(stencil["badge_box"])[ly, lx] & (stacked_px >= 2)
-    badge_ink = jnp.asarray(DIGIT_FONT)[stacked_px, stencil["badge_row"][ly, lx],
-                                        stencil["badge_col"][ly, lx]]
+    badge_ink = jnp.asarray(DIGIT_FONT)[
+        stacked_px, stencil["badge_row"][ly, lx], stencil["badge_col"][ly, lx]
+    ]
     count_px = badge_px & stencil["badge_glyph"][ly, lx] & badge_ink
 
     colour = {name: jnp.asarray(rgb, jnp.uint8) for name, rgb in COLOURS.items()}
@@ -184,41 +189,45 @@ def render(env: GridWorld, state: State, cell_px: int = DEFAULT_CELL_PX) -> jax.
     return image.astype(jnp.uint8)
 
 
-def rollout_states(env: GridWorld, key: jax.Array, policy: Policy | None = None,
-                   params: EnvParams | None = None, max_steps: int = 100
-                   ) -> tuple[State, jax.Array]:
+def rollout_states(
+    env: GridWorld,
+    key: jax.Array,
+    policy: Policy | None = None,
+    params: EnvParams | None = None,
+    max_steps: int = 100,
+) -> tuple[State, jax.Array]:
     """One episode of up to ``max_steps`` turns: (states stacked [max_steps+1], done bool[..]).
 
-    ``done[t]`` is True when state ``t`` ends the episode (terminated or truncated); states
-    after the end repeat the final one. Jittable with ``env``, ``policy`` and ``max_steps``
-    static.
+    The episode of :func:`ppage_jax.episodes.play_episodes` for ``key`` (so a run's GIF shows
+    episode 0 of its evaluation block): state 0 is the reset state. ``done[t]`` is True from
+    the state that ends the episode (terminated or truncated) on; states after the end repeat
+    the final one. ``max_steps`` only stops the recording (it does not truncate). Jittable
+    with ``env``, ``policy`` and ``max_steps`` static.
     """
     params = env.default_params if params is None else params
     policy = random_policy(env) if policy is None else policy
-    k_reset, k_run = jax.random.split(key)
-    obs, state = env.reset(k_reset, params)
-
-    def turn(carry, k):
-        obs, state, done = carry
-        k_act, k_step = jax.random.split(k)
-        actions = policy(k_act, obs, state)
-        new_obs, new_state, _, term, trunc, _ = env.step(k_step, state, actions, params)
-        keep = lambda new, old: jnp.where(done, old, new)
-        state = jax.tree.map(keep, new_state, state)
-        obs = keep(new_obs, obs)
-        done = done | term | trunc
-        return (obs, state, done), (state, done)
-
-    start = (obs, state, jnp.zeros((), bool))
-    _, (states, dones) = jax.lax.scan(turn, start, jax.random.split(k_run, max_steps))
-    stack = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), state,
-                         states)
-    return stack, jnp.concatenate([jnp.zeros((1,), bool), dones])
+    keys = key[None]
+    out = play_episodes(
+        env,
+        policy,
+        keys,
+        params,
+        turns=max_steps,
+        record=lambda turn: (turn.next_state, turn.terminated | turn.truncated),
+    )
+    after, ended = jax.tree.map(lambda x: x[:, 0], out["trajectory"])
+    _, start = episode_starts(env, keys, params)
+    states = jax.tree.map(lambda first, rest: jnp.concatenate([first, rest]), start, after)
+    done = jnp.concatenate([jnp.zeros((1,), bool), jnp.cumsum(ended) > 0])
+    last = jnp.where(done.any(), jnp.argmax(done), max_steps)  # the state that ends it
+    index = jnp.minimum(jnp.arange(max_steps + 1), last)  # skipped turns hold zeros
+    return jax.tree.map(lambda x: x[index], states), done
 
 
 @functools.lru_cache(maxsize=16)
 def _episode_program(env: GridWorld, policy: Policy | None, max_steps: int, cell_px: int):
     """Jitted (key, params) -> (frames, dones), cached so repeated episodes reuse it."""
+
     @jax.jit
     def run(key, params):
         states, dones = rollout_states(env, key, policy, params, max_steps)
@@ -227,9 +236,14 @@ def _episode_program(env: GridWorld, policy: Policy | None, max_steps: int, cell
     return run
 
 
-def render_episode(env: GridWorld, key: jax.Array, policy: Policy | None = None,
-                   params: EnvParams | None = None, max_steps: int = 100,
-                   cell_px: int = DEFAULT_CELL_PX) -> np.ndarray:
+def render_episode(
+    env: GridWorld,
+    key: jax.Array,
+    policy: Policy | None = None,
+    params: EnvParams | None = None,
+    max_steps: int = 100,
+    cell_px: int = DEFAULT_CELL_PX,
+) -> np.ndarray:
     """Frames of one episode: ``uint8[T, H_px, W_px, 3]`` from the reset state to the end.
 
     ``policy(key, obs, state) -> int32[A]`` (default: uniformly random actions). The episode
@@ -242,8 +256,9 @@ def render_episode(env: GridWorld, key: jax.Array, policy: Policy | None = None,
     return np.asarray(frames[:length])
 
 
-def write_gif(path, frames: Sequence[np.ndarray] | np.ndarray, fps: float = 4.0,
-              hold_last: int = 4) -> None:
+def write_gif(
+    path, frames: Sequence[np.ndarray] | np.ndarray, fps: float = 4.0, hold_last: int = 4
+) -> None:
     """Write frames (``uint8[T, H, W, 3]``) as a looping animated GIF.
 
     The last frame stays ``hold_last`` frame-times longer so the end of the episode is seen.
@@ -252,10 +267,11 @@ def write_gif(path, frames: Sequence[np.ndarray] | np.ndarray, fps: float = 4.0,
     import imageio.v3 as iio
 
     frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3 or len(frames) == 0 or \
-            frames.dtype != np.uint8:
-        raise ValueError(f"frames must be uint8[T>0, H, W, 3], got {frames.dtype} "
-                         f"{frames.shape}")
+    if frames.ndim != 4 or frames.shape[-1] != 3 or len(frames) == 0 or frames.dtype != np.uint8:
+        raise ValueError(f"frames must be uint8[T>0, H, W, 3], got {frames.dtype} {frames.shape}")
     frame_ms = 1000.0 / fps
     durations = [frame_ms] * (len(frames) - 1) + [frame_ms * (1 + hold_last)]
-    iio.imwrite(path, frames, extension=".gif", duration=durations, loop=0)
+    from ppage_jax.artifacts import atomic_path
+
+    with atomic_path(path) as tmp:
+        iio.imwrite(tmp, frames, extension=".gif", duration=durations, loop=0)

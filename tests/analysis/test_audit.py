@@ -1,4 +1,5 @@
 """The reward audit: baseline rollouts, per-term decomposition, and its flags."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,8 @@ import jax.numpy as jnp
 import pytest
 
 import ppage_jax as pj
-from ppage_jax.analysis.audit import core as A
+from ppage_jax.analysis.audit import AuditSettings, audit_rewards, parse_policy_pairs
+from ppage_jax.analysis.audit.rollouts import _ROLLOUTS
 from ppage_jax.cli.main import main as cli_main
 from ppage_jax.config import SECTIONS
 from ppage_jax.state import NO_TRUNCATION
@@ -25,15 +27,18 @@ def policy(report, name):
 
 @pytest.fixture(scope="module")
 def default_report(default_env):
-    return A.audit_rewards(default_env, settings=A.AuditSettings(episodes=EPISODES))
+    return audit_rewards(default_env, settings=AuditSettings(episodes=EPISODES))
 
 
 def test_noop_pairs_match_hand_computed_returns(default_report):
     # Nobody moves, so nobody is captured: 500 turns, truncated. Each turn runs 3 sub-steps
     # (prey speed 3): predators pay 3 * 5 per turn, each prey earns 3 * 1 survival.
-    annuity = (1 - 0.99 ** 500) / (1 - 0.99)
+    annuity = (1 - 0.99**500) / (1 - 0.99)
     p = policy(default_report, "noop/noop")
-    assert p["mean_length"] == 500 and p["capture_rate"] == 0.0
+    assert p["episode_length"] == 500 and p["capture_rate"] == 0.0
+    # nobody captured: censored at the limit, RMST = the limit, no KM median
+    assert p["rmst"] == 500 and p["rmst_ci"] == [500, 500] and p["km_median"] is None
+    assert p["truncated_share"] == 1.0
     assert p["ended"] == {"terminated": 0, "truncated": EPISODES}
     assert p["returns"]["predator"]["base"] == pytest.approx(-15 * annuity, rel=1e-5)
     assert p["returns"]["predator"]["base.step_cost"] == pytest.approx(-15 * annuity, rel=1e-5)
@@ -53,8 +58,17 @@ def test_greedy_chase_captures_more_often_and_sooner_than_random(default_report)
     chase, rand = policy(default_report, "chase/evade"), policy(default_report, "random/evade")
     assert chase["capture_rate"] > rand["capture_rate"]
     for prey in ("noop", "random", "evade"):
-        assert (policy(default_report, f"chase/{prey}")["mean_steps_to_capture"]
-                < policy(default_report, f"random/{prey}")["mean_steps_to_capture"])
+        fast, slow = (
+            policy(default_report, f"chase/{prey}"),
+            policy(default_report, f"random/{prey}"),
+        )
+        assert fast["rmst"] < slow["rmst"]  # censored at the limit
+        assert fast["km_median"] < (slow["km_median"] or float("inf"))
+        assert fast["rmst"] == pytest.approx(fast["episode_length"])  # all censored at 500
+    # random predators catch fewer than half the evading prey: no KM median, and the RMST
+    # counts the uncaptured episodes at the limit (a mean over captured ones would not)
+    assert rand["capture_rate"] < 0.5 and rand["km_median"] is None
+    assert chase["rmst_ci"][1] < rand["rmst_ci"][0]
 
 
 def test_obstacle_penalty_is_dead_with_blocking_on(default_report):
@@ -69,7 +83,9 @@ def test_obstacle_penalty_is_dead_with_blocking_on(default_report):
 
 def test_default_config_flags(default_report):
     assert {f["term"] for f in kinds(default_report, "not_potential")} == {
-        "predator_distance", "survival"}
+        "predator_distance",
+        "survival",
+    }
     assert [f["role"] for f in kinds(default_report, "shaping_share")] == ["prey"]
     assert not kinds(default_report, "ordering")
     assert not kinds(default_report, "early_termination")
@@ -77,31 +93,44 @@ def test_default_config_flags(default_report):
     term = default_report["termination"]
     assert term["prey"]["ending_payoff"] == pytest.approx(-100.0)
     assert term["predator"]["ending_payoff"] == pytest.approx(100.0)
-    json.dumps(default_report)                                   # JSON-ready
+    json.dumps(default_report)  # JSON-ready
 
 
 def test_ordering_violation_and_stalling_on_a_config_that_pays_for_distance(default_env):
     # Weight -1 on predator_distance pays predators for staying far from the prey: policies
     # that capture less are paid more. Only reward numbers differ from the default config, so
     # the compiled rollout is reused.
-    env = pj.make("configs/default", {"rewards.shaping": [
-        {"name": "predator_distance", "weight": -1.0}, {"name": "survival", "weight": 1.0}]})
-    report = A.audit_rewards(env, settings=A.AuditSettings(episodes=EPISODES))
+    env = pj.make(
+        "configs/default",
+        {
+            "rewards.shaping": [
+                {"name": "predator_distance", "weight": -1.0},
+                {"name": "survival", "weight": 1.0},
+            ]
+        },
+    )
+    report = audit_rewards(env, settings=AuditSettings(episodes=EPISODES))
     ordering = kinds(report, "ordering")
     assert ordering and all(f["role"] == "predator" for f in ordering)
-    assert ("random/evade", "chase/evade") in {(f["better_paid"], f["better_task"])
-                                               for f in ordering}
+    assert ("random/evade", "chase/evade") in {
+        (f["better_paid"], f["better_task"]) for f in ordering
+    }
     assert kinds(report, "stalling")
     static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
     assert static == default_env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
-    programs = [p for key, p in A._ROLLOUTS.items() if key[0] == static]
+    programs = [p for key, p in _ROLLOUTS.items() if key[0] == static]
     assert len(programs) == 1 and programs[0]._cache_size() == 1
 
 
 def test_a_term_that_dominates_is_flagged(default_env):
     params = default_env.with_weights(default_env.default_params, predator_distance=50.0)
-    report = A.audit_rewards(default_env, params, A.AuditSettings(
-        episodes=EPISODES, policies=(("noop", "noop"), ("chase", "noop"), ("random", "evade"))))
+    report = audit_rewards(
+        default_env,
+        params,
+        AuditSettings(
+            episodes=EPISODES, policies=(("noop", "noop"), ("chase", "noop"), ("random", "evade"))
+        ),
+    )
     dominant = kinds(report, "dominant_term")
     assert [(f["term"], f["role"]) for f in dominant] == [("predator_distance", "predator")]
     assert not kinds(report, "early_termination")
@@ -109,28 +138,40 @@ def test_a_term_that_dominates_is_flagged(default_env):
 
 def test_early_termination_when_prey_pay_to_live(default_env):
     params = default_env.with_weights(default_env.default_params, survival=-5.0)
-    report = A.audit_rewards(default_env, params,
-                     A.AuditSettings(episodes=EPISODES, policies=(("random", "random"),)))
+    report = audit_rewards(
+        default_env, params, AuditSettings(episodes=EPISODES, policies=(("random", "random"),))
+    )
     flag = kinds(report, "early_termination")
     assert flag and flag[0]["role"] == "prey"
     assert report["termination"]["prey"]["worst_continuation"] < -100
 
 
 def test_clean_reward_has_no_flags(default_env):
-    params = default_env.with_weights(default_env.default_params, predator_distance=0.0,
-                                      survival=0.0)
+    params = default_env.with_weights(
+        default_env.default_params, predator_distance=0.0, survival=0.0
+    )
     params = default_env.with_term_params(params, "base", obstacle_penalty=0.0)
-    report = A.audit_rewards(default_env, params, A.AuditSettings(episodes=EPISODES))
+    report = audit_rewards(default_env, params, AuditSettings(episodes=EPISODES))
     assert report["flags"] == []
 
 
 def test_obstacle_penalty_fires_with_blocking_off_and_potentials_are_not_flagged():
-    env = pj.make("configs/default", {
-        "env.dynamics.block_agents_by_obstacles": False,
-        "rewards.shaping": [{"name": "potential_distance", "weight": 0.5},
-                            {"name": "survival", "weight": 1.0}]})
-    report = A.audit_rewards(env, settings=A.AuditSettings(
-        episodes=EPISODES, policies=(("random", "random"), ("chase", "evade"))))
+    env = pj.make(
+        "configs/default",
+        {
+            "env.dynamics.block_agents_by_obstacles": False,
+            "rewards.shaping": [
+                {"name": "potential_distance", "weight": 0.5},
+                {"name": "survival", "weight": 1.0},
+            ],
+        },
+    )
+    report = audit_rewards(
+        env,
+        settings=AuditSettings(
+            episodes=EPISODES, policies=(("random", "random"), ("chase", "evade"))
+        ),
+    )
     assert not kinds(report, "dead_term")
     assert report["fire_rates"]["base.obstacle_penalty"]["prey"] > 0
     assert policy(report, "random/random")["returns"]["prey"]["base.obstacle_penalty"] < 0
@@ -139,23 +180,37 @@ def test_obstacle_penalty_fires_with_blocking_off_and_potentials_are_not_flagged
 
 def test_cli_strict_exits_nonzero_and_prints_json(capsys, tmp_path):
     out = tmp_path / "audit.json"
-    code = cli_main(["audit", "configs/default", "--episodes", str(EPISODES), "--policies",
-                     "chase/evade", "--format", "json", "--json", str(out), "--strict"])
+    code = cli_main(
+        [
+            "audit",
+            "configs/default",
+            "--episodes",
+            str(EPISODES),
+            "--policies",
+            "chase/evade",
+            "--format",
+            "json",
+            "--json",
+            str(out),
+            "--strict",
+        ]
+    )
     assert code == 1
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
     assert [p["name"] for p in printed["policies"]] == ["chase/evade"]
-    code = cli_main(["audit", "configs/default", "--episodes", str(EPISODES), "--policies",
-                     "chase/evade"])
+    code = cli_main(
+        ["audit", "configs/default", "--episodes", str(EPISODES), "--policies", "chase/evade"]
+    )
     assert code == 0
     assert "flags (" in capsys.readouterr().out
 
 
 def test_bad_audit_inputs(default_env):
     with pytest.raises(ValueError, match="PREDATOR/PREY"):
-        A.parse_policy_pairs("chase-evade")
+        parse_policy_pairs("chase-evade")
     with pytest.raises(ValueError, match="unknown policy pair"):
-        A.AuditSettings(policies=(("evade", "chase"),))
+        AuditSettings(policies=(("evade", "chase"),))
     unbounded = default_env.default_params.replace(max_steps=jnp.int32(NO_TRUNCATION))
     with pytest.raises(ValueError, match="max_steps"):
-        A.audit_rewards(default_env, unbounded)
+        audit_rewards(default_env, unbounded)

@@ -1,4 +1,5 @@
 """ppage_jax.analysis.stats against values computed by hand."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,15 +9,18 @@ from ppage_jax.analysis import stats
 
 
 # ------------------------------------------------------------------------------ IQM
-@pytest.mark.parametrize("scores, expected", [
-    ([7.0], 7.0),                          # one seed: that seed
-    ([1.0, 5.0], 3.0),                     # n < 4: nothing trimmed
-    ([3.0, 1.0, 2.0], 2.0),
-    ([4.0, 1.0, 3.0, 2.0], 2.5),           # trim 1 each end: mean(2, 3)
-    ([1.0, 2.0, 3.0, 4.0, 100.0], 3.0),    # trim 1 each end: mean(2, 3, 4); outlier ignored
-    ([8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0], 4.5),   # trim 2 each end: mean(3, 4, 5, 6)
-    ([2.0, 2.0, 2.0, 9.0, -9.0], 2.0),     # ties
-])
+@pytest.mark.parametrize(
+    "scores, expected",
+    [
+        ([7.0], 7.0),  # one seed: that seed
+        ([1.0, 5.0], 3.0),  # n < 4: nothing trimmed
+        ([3.0, 1.0, 2.0], 2.0),
+        ([4.0, 1.0, 3.0, 2.0], 2.5),  # trim 1 each end: mean(2, 3)
+        ([1.0, 2.0, 3.0, 4.0, 100.0], 3.0),  # trim 1 each end: mean(2, 3, 4); outlier ignored
+        ([8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0], 4.5),  # trim 2 each end: mean(3, 4, 5, 6)
+        ([2.0, 2.0, 2.0, 9.0, -9.0], 2.0),  # ties
+    ],
+)
 def test_iqm_hand_values(scores, expected):
     assert stats.iqm(scores) == pytest.approx(expected)
 

@@ -1,4 +1,5 @@
 """Sweeps: one compiled program for every arm and seed, paired seeds, strict sweep files."""
+
 from __future__ import annotations
 
 import csv
@@ -9,15 +10,20 @@ import numpy as np
 import pytest
 import yaml
 
+from ppage_jax.analysis.sweep.run import run_sweep
+from ppage_jax.analysis.sweep.spec import load_sweep
+from ppage_jax.analysis.sweep.trainers import trainer_functions
 from ppage_jax.cli.main import main as cli_main
 from ppage_jax.config import ConfigError
-from ppage_jax.analysis.sweep.run import run_sweep, trainer_functions
-from ppage_jax.analysis.sweep.spec import load_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {
-    "env.size": 5, "env.termination.max_steps": 12, "agents.predators.count": 1,
-    "agents.preys.count": 1, "agents.preys.speed": 1, "experiment.num_envs": 4,
+    "env.size": 5,
+    "env.termination.max_steps": 12,
+    "agents.predators.count": 1,
+    "agents.preys.count": 1,
+    "agents.preys.speed": 1,
+    "experiment.num_envs": 4,
     "experiment.total_timesteps": 64,
     "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
 }
@@ -33,15 +39,24 @@ def write_sweep(path: Path, **body) -> Path:
 
 def read_results(path: Path) -> dict:
     with open(path / "results.csv", newline="") as fh:
-        return {(r["arm"], int(r["seed"]), r["metric"]): float(r["value"])
-                for r in csv.DictReader(fh)}
+        return {
+            (r["arm"], int(r["seed"]), r["metric"]): float(r["value"]) for r in csv.DictReader(fh)
+        }
 
 
 @pytest.fixture(scope="module")
 def two_by_two(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep")
-    spec = load_sweep(write_sweep(tmp / "s.yaml", arms=ARMS, seeds=2, chunk_size=2,
-                                  eval={"episodes": 6}, output_dir=str(tmp / "out")))
+    spec = load_sweep(
+        write_sweep(
+            tmp / "s.yaml",
+            arms=ARMS,
+            seeds=2,
+            chunk_size=2,
+            eval={"episodes": 6},
+            output_dir=str(tmp / "out"),
+        )
+    )
     env = spec.make_env()
     train_fn, eval_fn, steps = trainer_functions(spec, env)
     traces = []
@@ -56,10 +71,14 @@ def two_by_two(tmp_path_factory):
 
 def test_all_arms_and_seeds_run_as_one_compiled_program(two_by_two):
     tmp, summary, traces = two_by_two
-    assert len(traces) == 1                      # traced once for 4 runs in 2 chunks
+    assert len(traces) == 1  # traced once for 4 runs in 2 chunks
     assert summary["chunks"] == 2 and summary["chunk_size"] == 2
-    assert [r for r in summary["runs"]] == [("base_only", 0), ("base_only", 1),
-                                            ("both", 0), ("both", 1)]
+    assert [r for r in summary["runs"]] == [
+        ("base_only", 0),
+        ("base_only", 1),
+        ("both", 0),
+        ("both", 1),
+    ]
 
 
 def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
@@ -75,8 +94,9 @@ def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
         assert res["both", seed]["return/prey/survival"] > 0.0
     # training: seed i of every arm starts from the same key, and the seeds differ
     curve = {run: {(u, m): v for u, _, m, v in rows} for run, rows in summary["curves"].items()}
-    lengths = {run: [v for (u, m), v in c.items() if m == "episode_length"]
-               for run, c in curve.items()}
+    lengths = {
+        run: [v for (u, m), v in c.items() if m == "episode_length"] for run, c in curve.items()
+    }
     assert lengths["base_only", 0] == lengths["both", 0]
     assert lengths["base_only", 1] == lengths["both", 1]
     assert lengths["both", 0] != lengths["both", 1]
@@ -85,9 +105,19 @@ def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
 def test_sweep_matches_separately_run_arms(two_by_two, tmp_path):
     tmp, summary, _ = two_by_two
     alone = tmp_path / "both_alone"
-    code = cli_main(["sweep", str(write_sweep(
-        tmp_path / "alone.yaml", arms={"both": {}}, seeds=2, eval={"episodes": 6})),
-        "--output", str(alone), "--no-progress"])
+    code = cli_main(
+        [
+            "sweep",
+            str(
+                write_sweep(
+                    tmp_path / "alone.yaml", arms={"both": {}}, seeds=2, eval={"episodes": 6}
+                )
+            ),
+            "--output",
+            str(alone),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     separate = read_results(alone)
     together = read_results(Path(summary["output_dir"]))
@@ -104,14 +134,35 @@ def test_outputs_are_tidy_and_reported(two_by_two):
         rows = list(csv.DictReader(fh))
     assert set(rows[0]) == {"arm", "seed", "metric", "value"}
     metrics = {r["metric"] for r in rows}
-    assert {"capture_rate", "episode_length", "steps_to_capture", "base_return/predator",
-            "base_return/prey", "return/predator/base", "return/prey/survival"} <= metrics
+    assert {
+        "capture_rate",
+        "rmst",
+        "km_median",
+        "truncated_share",
+        "episode_length",
+        "steps_to_capture",
+        "base_return/predator",
+        "base_return/prey",
+        "return/predator/base",
+        "return/prey/survival",
+    } <= metrics
+    values = read_results(out)
+    for arm, seed in summary["runs"]:
+        # censored at the 12-turn limit: RMST is the mean of min(T, 12), here every episode's
+        # length; captured + truncated episodes are all of them
+        rmst, length = values[arm, seed, "rmst"], values[arm, seed, "episode_length"]
+        assert rmst == pytest.approx(length) and 0 < rmst <= 12
+        assert values[arm, seed, "capture_rate"] + values[
+            arm, seed, "truncated_share"
+        ] == pytest.approx(1.0)
     assert len(rows) == 4 * len(metrics)
     with open(out / "curves.csv", newline="") as fh:
         curve = list(csv.DictReader(fh))
-    assert {r["env_steps"] for r in curve} == {"32", "64"}   # 2 updates of 4 grids x 8 turns
+    assert {r["env_steps"] for r in curve} == {"32", "64"}  # 2 updates of 4 grids x 8 turns
     report = (out / "report.md").read_text()
     assert "IQM" in report and "P(improvement)" in report and "| both |" in report
+    assert "| RMST: mean turns to capture, censored (lower is better) | both |" in report
+    assert "Median turns to capture (Kaplan-Meier, per seed)" in report
     assert (out / "headline.png").stat().st_size > 0 and (out / "curves.png").exists()
 
 
@@ -122,7 +173,11 @@ def test_default_sweep_is_ppages_four_conditions():
     assert spec.baseline == "base_only"
     weights = spec.describe()["arms"]
     assert [list(weights[a]["weights"].values()) for a in weights] == [
-        [1.0, 0.0, 0.0], [1.0, 0.5, 0.0], [1.0, 0.0, 1.0], [1.0, 0.5, 1.0]]
+        [1.0, 0.0, 0.0],
+        [1.0, 0.5, 0.0],
+        [1.0, 0.0, 1.0],
+        [1.0, 0.5, 1.0],
+    ]
     env = spec.make_env()
     params = spec.arm_params(env)
     np.testing.assert_array_equal(np.asarray(params[2].reward.weights), [1.0, 0.0, 1.0])
@@ -131,35 +186,55 @@ def test_default_sweep_is_ppages_four_conditions():
 
 
 def test_arm_edits_add_terms_and_params(tmp_path):
-    spec = load_sweep(write_sweep(tmp_path / "s.yaml", arms={
-        "potential": {"weights": {"predator_distance": 0, "potential_distance": 0.5}},
-        "split": {"params": {"base": {"credit": "split"}}, "applies_to": {"survival": "all"}},
-    }))
+    spec = load_sweep(
+        write_sweep(
+            tmp_path / "s.yaml",
+            arms={
+                "potential": {"weights": {"predator_distance": 0, "potential_distance": 0.5}},
+                "split": {
+                    "params": {"base": {"credit": "split"}},
+                    "applies_to": {"survival": "all"},
+                },
+            },
+        )
+    )
     assert spec.terms == ("base", "predator_distance", "survival", "potential_distance")
     env = spec.make_env()
     potential, split = spec.arm_params(env)
     np.testing.assert_array_equal(np.asarray(potential.reward.weights), [1, 0, 1, 0.5])
     np.testing.assert_array_equal(np.asarray(split.reward.weights), [1, 0.5, 1, 0])
     assert int(split.reward.term_params["base"]["credit"]) == 1
-    assert np.asarray(split.reward.role_masks)[2].tolist() == [1.0, 1.0]      # 1v1: both rows
+    assert np.asarray(split.reward.role_masks)[2].tolist() == [1.0, 1.0]  # 1v1: both rows
 
 
-@pytest.mark.parametrize("body, key, words", [
-    ({"arms": {"a": {"weights": {"no_such_term": 1.0}}}}, "sweep.arms.a.weights.no_such_term",
-     "unknown reward term"),
-    ({"arms": {}}, "sweep.arms", "non-empty"),
-    ({"arms": {"a": {"disable": ["potential_distance"]}}}, "sweep.arms.a.disable",
-     "not a term of this arm"),
-    ({"arms": {"a": {"params": {"base": {"bonus": 1}}}}}, "sweep.arms.a.params.base.bonus",
-     "unknown param"),
-    ({"arms": {"a": {"weigths": {}}}}, "sweep.arms.a.weigths", "unknown key"),
-    ({"arms": {"a": {}}, "baseline": "b"}, "sweep.baseline", "must name an arm"),
-    ({"seeds": 0}, "sweep.seeds", ">= 1"),
-    ({"seeds": 4, "train_seed": 10, "eval": {"seed": 12}}, "sweep.eval.seed", "overlap"),
-    ({"arms_": {}}, "sweep.arms_", "unknown key"),
-    ({"eval": {"policy": "sampled"}}, "sweep.eval.policy", "no stochastic policy"),
-    ({"eval": {"policy": "best"}}, "sweep.eval.policy", "must be one of"),
-])
+@pytest.mark.parametrize(
+    "body, key, words",
+    [
+        (
+            {"arms": {"a": {"weights": {"no_such_term": 1.0}}}},
+            "sweep.arms.a.weights.no_such_term",
+            "unknown reward term",
+        ),
+        ({"arms": {}}, "sweep.arms", "non-empty"),
+        (
+            {"arms": {"a": {"disable": ["potential_distance"]}}},
+            "sweep.arms.a.disable",
+            "not a term of this arm",
+        ),
+        (
+            {"arms": {"a": {"params": {"base": {"bonus": 1}}}}},
+            "sweep.arms.a.params.base.bonus",
+            "unknown param",
+        ),
+        ({"arms": {"a": {"weigths": {}}}}, "sweep.arms.a.weigths", "unknown key"),
+        ({"arms": {"a": {}}, "baseline": "b"}, "sweep.baseline", "must name an arm"),
+        ({"seeds": 0}, "sweep.seeds", ">= 1"),
+        ({"seeds": 4, "train_seed": 10, "eval": {"seed": 12}}, "sweep.eval.seed", "overlap"),
+        ({"arms_": {}}, "sweep.arms_", "unknown key"),
+        ({"eval": {"policy": "sampled"}}, "sweep.eval.policy", "no stochastic policy"),
+        ({"eval": {"policy": "best"}}, "sweep.eval.policy", "must be one of"),
+    ],
+)
 def test_bad_sweep_files_name_the_key(tmp_path, body, key, words):
     path = write_sweep(tmp_path / "bad.yaml", **body)
     with pytest.raises(ConfigError) as err:
@@ -174,9 +249,14 @@ def test_mismatched_structure_is_rejected(tmp_path):
     env = yaml.safe_load((other / "env.yaml").read_text())
     env["env"]["size"] = 12
     (other / "env.yaml").write_text(yaml.safe_dump(env))
-    path = write_sweep(tmp_path / "s.yaml", set={}, arms={
-        "base_only": {"config": str(REPO / "configs/ablation/base_only")},
-        "bigger": {"config": str(other)}})
+    path = write_sweep(
+        tmp_path / "s.yaml",
+        set={},
+        arms={
+            "base_only": {"config": str(REPO / "configs/ablation/base_only")},
+            "bigger": {"config": str(other)},
+        },
+    )
     with pytest.raises(ConfigError, match=r"mismatched structure: env\.size is 12 here but 10"):
         load_sweep(path)
 
@@ -184,15 +264,37 @@ def test_mismatched_structure_is_rejected(tmp_path):
 @pytest.mark.slow
 def test_learning_sweep_matches_separately_run_arms(tmp_path):
     # The same check with a learner (IPPO), whose trained policy depends on the weights.
-    tiny = dict(TINY, **{"experiment.algorithm": {"name": "ippo", "params": {"num_steps": 8}},
-                         "experiment.total_timesteps": 128})
-    together = load_sweep(write_sweep(tmp_path / "s.yaml", set=tiny, arms=ARMS, seeds=2,
-                                      eval={"episodes": 6}, output_dir=str(tmp_path / "a")))
-    alone = load_sweep(write_sweep(tmp_path / "t.yaml", set=tiny, arms={"both": {}}, seeds=2,
-                                   eval={"episodes": 6}, output_dir=str(tmp_path / "b")))
+    tiny = dict(
+        TINY,
+        **{
+            "experiment.algorithm": {"name": "ippo", "params": {"num_steps": 8}},
+            "experiment.total_timesteps": 128,
+        },
+    )
+    together = load_sweep(
+        write_sweep(
+            tmp_path / "s.yaml",
+            set=tiny,
+            arms=ARMS,
+            seeds=2,
+            eval={"episodes": 6},
+            output_dir=str(tmp_path / "a"),
+        )
+    )
+    alone = load_sweep(
+        write_sweep(
+            tmp_path / "t.yaml",
+            set=tiny,
+            arms={"both": {}},
+            seeds=2,
+            eval={"episodes": 6},
+            output_dir=str(tmp_path / "b"),
+        )
+    )
     a = run_sweep(together, progress=False, report=False)["results"]
     b = run_sweep(alone, progress=False, report=False)["results"]
     for seed in (0, 1):
         for metric, value in b["both", seed].items():
-            np.testing.assert_allclose(a["both", seed][metric], value, rtol=1e-4, atol=1e-4,
-                                       err_msg=metric)
+            np.testing.assert_allclose(
+                a["both", seed][metric], value, rtol=1e-4, atol=1e-4, err_msg=metric
+            )

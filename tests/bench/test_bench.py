@@ -1,5 +1,6 @@
 """`ppage-jax bench` plumbing on a tiny run (figures are never asserted: speed is measured by
 the benchmark, not by tests)."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,33 @@ from ppage_jax.cli.main import main
 
 def test_bench_command_writes_report_table_and_plot(tmp_path, capsys):
     out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
-    code = main(["bench", "--configs", "configs/1v1", "--batch-sizes", "2,4", "--steps", "3",
-                 "--repeats", "1", "--oracle-seconds", "0.2", "--no-peers", "--no-first-step",
-                 "--json", str(out_json), "--plot", str(out_png)])
+    code = main(
+        [
+            "bench",
+            "--configs",
+            "configs/1v1",
+            "--batch-sizes",
+            "2,4",
+            "--steps",
+            "3",
+            "--repeats",
+            "1",
+            "--oracle-seconds",
+            "0.2",
+            "--no-peers",
+            "--no-first-step",
+            "--json",
+            str(out_json),
+            "--plot",
+            str(out_png),
+        ]
+    )
     assert code == 0
     report = json.loads(out_json.read_text())
     assert [(r["name"], r["batch"], r["steps"], r["mode"]) for r in report["scaling"]] == [
-        ("configs/1v1", 2, 3, "auto-reset"), ("configs/1v1", 4, 3, "auto-reset")]
+        ("configs/1v1", 2, 3, "auto-reset"),
+        ("configs/1v1", 4, 3, "auto-reset"),
+    ]
     for row in report["scaling"] + report["oracle"]:
         assert row["env_steps_per_s"] > 0
         assert row["agent_steps_per_s"] == pytest.approx(2 * row["env_steps_per_s"])
@@ -49,8 +70,10 @@ def test_shipped_configs_finds_nested_config_dirs(tmp_path):
     (tmp_path / "group" / "b").mkdir(parents=True)
     (tmp_path / "group" / "b" / "agents.yaml").write_text("agents: {}\n")
     (tmp_path / "notes").mkdir()
-    assert benchmark.shipped_configs(tmp_path) == [str(tmp_path / "a"),
-                                                   str(tmp_path / "group" / "b")]
+    assert benchmark.shipped_configs(tmp_path) == [
+        str(tmp_path / "a"),
+        str(tmp_path / "group" / "b"),
+    ]
 
 
 def test_oracle_for_env_matches_the_env_on_one_step():
@@ -59,7 +82,8 @@ def test_oracle_for_env_matches_the_env_on_one_step():
     obs, state = jax.jit(env.reset)(jax.random.PRNGKey(4))
     actions = np.array([0, 1, 2, 3, 0, 1], np.int32)
     _, after, reward, terminated, truncated, _ = jax.jit(env.step)(
-        jax.random.PRNGKey(0), state, actions)
+        jax.random.PRNGKey(0), state, actions
+    )
     ref = oracle.reset_to(np.asarray(state.positions), np.asarray(state.obstacles))
     ref_after, ref_reward, _, ref_term, ref_trunc, _ = oracle.step(ref, actions)
     np.testing.assert_array_equal(np.asarray(after.positions), ref_after.positions)
@@ -73,7 +97,7 @@ def test_first_step_timing_reports_wall_and_cpu_seconds():
 
 
 def test_missing_peers_are_skipped(monkeypatch):
-    monkeypatch.setitem(sys.modules, "jumanji", None)    # import jumanji -> ImportError
+    monkeypatch.setitem(sys.modules, "jumanji", None)  # import jumanji -> ImportError
     monkeypatch.setitem(sys.modules, "jaxmarl", None)
     assert benchmark.prepare_jumanji_lbf(4, 2) is None
     assert benchmark.prepare_jaxmarl_simple_tag(4, 2) is None

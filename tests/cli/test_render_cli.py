@@ -1,4 +1,5 @@
 """`ppage-jax render` (random and --run) and the run directory's episode.gif."""
+
 import imageio.v3 as iio
 import jax
 import numpy as np
@@ -12,20 +13,42 @@ IPPO = SMALL + ["--set", "experiment.algorithm.name=ippo", "--set", "experiment.
 
 def test_render_random_episode(tmp_path, capsys):
     out = tmp_path / "sub" / "ep.gif"
-    assert main(["render", "configs/default", *SMALL, "--out", str(out), "--max-steps", "6",
-                 "--seed", "3", "--cell-px", "16"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "configs/default",
+                *SMALL,
+                "--out",
+                str(out),
+                "--max-steps",
+                "6",
+                "--seed",
+                "3",
+                "--cell-px",
+                "16",
+            ]
+        )
+        == 0
+    )
     frames = iio.imread(out, index=None)
     assert frames.shape[1:3] == (6 * 16 + 1, 6 * 16 + 1)
     assert "random actions, seed 3" in capsys.readouterr().out
 
 
 def test_render_errors(tmp_path, capsys):
-    assert main(["render", "configs/default", "--run", str(tmp_path), "--out",
-                 str(tmp_path / "x.gif")]) == 2
+    assert (
+        main(
+            ["render", "configs/default", "--run", str(tmp_path), "--out", str(tmp_path / "x.gif")]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "no checkpoint" in err and "config.yaml --run" in err
-    assert main(["render", "configs/default", "--max-steps", "0"]) == 2
-    assert "--max-steps 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # checked while the command line is parsed
+        main(["render", "configs/default", "--max-steps", "0"])
+    assert exit_.value.code == 2
+    assert "argument --max-steps: must be an integer >= 1, got '0'" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +63,9 @@ def untrained_ippo_run(tmp_path_factory):
     config = load_cli_config(build_parser().parse_args(["run", "configs/1v1", *IPPO]))
     tc = make_train_config(config)
     rng = np.random.default_rng(0)  # random network weights of the right shapes, one seed
-    policies = jax.tree.map(lambda s: rng.normal(0.0, 0.5, s.shape).astype(s.dtype),
-                            template_policy(tc, num_seeds=1))
+    policies = jax.tree.map(
+        lambda s: rng.normal(0.0, 0.5, s.shape).astype(s.dtype), template_policy(tc, num_seeds=1)
+    )
     save_checkpoint(run_dir / CHECKPOINT_FILE, tc, policies)
     write_config(run_dir, config)
     return run_dir, tc, policies
@@ -52,14 +76,31 @@ def test_render_run_uses_the_checkpoint(untrained_ippo_run, tmp_path, capsys):
 
     run_dir, tc, policies = untrained_ippo_run
     out = tmp_path / "trained.gif"
-    assert main(["render", str(run_dir / "config.yaml"), "--run", str(run_dir), "--out",
-                 str(out), "--max-steps", "8", "--seed", "5"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                str(run_dir / "config.yaml"),
+                "--run",
+                str(run_dir),
+                "--out",
+                str(out),
+                "--max-steps",
+                "8",
+                "--seed",
+                "5",
+            ]
+        )
+        == 0
+    )
     assert "trained policy of" in capsys.readouterr().out
     # the greedy policy is the network's argmax for the learning roles
     from ppage_jax.train import algorithm
+
     obs, state = jax.jit(tc.env.reset)(jax.random.PRNGKey(1))
     greedy = algorithm("ippo").greedy_actions(
-        tc, jax.tree.map(lambda x: x[0], policies), jax.random.PRNGKey(2), obs[None])[0]
+        tc, jax.tree.map(lambda x: x[0], policies), jax.random.PRNGKey(2), obs[None]
+    )[0]
     acts = trained_policy(tc, policies)(jax.random.PRNGKey(2), obs, state)
     np.testing.assert_array_equal(np.asarray(acts), np.asarray(greedy))
     # what `ppage-jax run` writes into its run directory: the same greedy episode

@@ -1,4 +1,5 @@
 """Adapters: PettingZoo ParallelEnv (API test, errors, trajectories) and the JaxMARL API."""
+
 import warnings
 
 import jax
@@ -17,10 +18,17 @@ from ppage_jax.wrappers import AutoResetEnv  # noqa: E402
 
 # 4x4, no obstacles, predator_1 at (0,0) next to prey_1 at (1,0); prey_2 far away at (3,3);
 # two captures end the episode, so a captured prey leaves before the others.
-CHASE = {"env.size": 4, "env.obstacle_percentage": 0.0, "agents.predators.count": 1,
-         "agents.preys.count": 2, "agents.preys.speed": 1, "agents.predators.speed": 1,
-         "env.starts": [[0, 0], [1, 0], [3, 3]], "env.termination.capture_threshold": 2,
-         "env.termination.max_steps": 6}
+CHASE = {
+    "env.size": 4,
+    "env.obstacle_percentage": 0.0,
+    "agents.predators.count": 1,
+    "agents.preys.count": 2,
+    "agents.preys.speed": 1,
+    "agents.predators.speed": 1,
+    "env.starts": [[0, 0], [1, 0], [3, 3]],
+    "env.termination.capture_threshold": 2,
+    "env.termination.max_steps": 6,
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +49,9 @@ def test_parallel_api_test_passes():
     # agents leaving one by one (threshold 2 of 2 prey; truncation after 6 turns)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        parallel_api_test(parallel_env(pj.make(None, dict(CHASE, **{"env.starts": None}))),
-                          num_cycles=50)
+        parallel_api_test(
+            parallel_env(pj.make(None, dict(CHASE, **{"env.starts": None}))), num_cycles=50
+        )
 
 
 def test_captured_prey_leaves_and_rewards_match_native(chase_env):
@@ -55,8 +64,10 @@ def test_captured_prey_leaves_and_rewards_match_native(chase_env):
     start = pz.grid_state
     obs, rew, term, trunc, info = pz.step({"predator_1": right, "prey_1": chase_env.noop_action})
     nobs, _, nrew, nterm, _, ninfo = jax.jit(chase_env.step)(
-        jax.random.PRNGKey(0), start, jnp.array([right, chase_env.noop_action,
-                                                 chase_env.noop_action]))
+        jax.random.PRNGKey(0),
+        start,
+        jnp.array([right, chase_env.noop_action, chase_env.noop_action]),
+    )
     assert not bool(nterm)
     assert term == {"predator_1": False, "prey_1": True, "prey_2": False}
     assert trunc == {"predator_1": False, "prey_1": False, "prey_2": False}
@@ -78,14 +89,17 @@ def test_captured_prey_leaves_and_rewards_match_native(chase_env):
         pz.step({})
 
 
-@pytest.mark.parametrize("actions, match", [
-    ({"wolf_1": 0}, "unknown agent 'wolf_1'"),
-    ({"predator_1": 5}, r"outside its space.*\[0, 4\]"),
-    ({"predator_1": -1}, "outside its space"),
-    ({"predator_1": 1.0}, "outside its space"),
-    ({"predator_1": np.array([1, 2])}, "outside its space"),
-    ([1, 2, 3], "dict keyed by agent name"),
-])
+@pytest.mark.parametrize(
+    "actions, match",
+    [
+        ({"wolf_1": 0}, "unknown agent 'wolf_1'"),
+        ({"predator_1": 5}, r"outside its space.*\[0, 4\]"),
+        ({"predator_1": -1}, "outside its space"),
+        ({"predator_1": 1.0}, "outside its space"),
+        ({"predator_1": np.array([1, 2])}, "outside its space"),
+        ([1, 2, 3], "dict keyed by agent name"),
+    ],
+)
 def test_bad_actions_raise_value_error(chase_env, actions, match):
     pz = PettingZooEnv(chase_env)
     pz.reset(seed=1)
@@ -102,15 +116,16 @@ def test_spaces_render_and_bad_names(chase_env):
     with pytest.raises(ValueError, match="unknown agent"):
         pz.action_space("prey_9")
     with pytest.raises(ValueError, match="render_mode"):
-        PettingZooEnv(chase_env, render_mode="human")
+        PettingZooEnv(chase_env, render_mode="ansi")
     pz.reset(seed=2)
     frame = pz.render()
     assert frame.dtype == np.uint8 and frame.shape == (4 * 32 + 1, 4 * 32 + 1, 3)
     np.testing.assert_array_equal(
-        frame, np.asarray(jax.jit(lambda s: render(chase_env, s))(pz.grid_state)))
+        frame, np.asarray(jax.jit(lambda s: render(chase_env, s))(pz.grid_state))
+    )
     with pytest.warns(UserWarning, match="render_mode"):
         assert PettingZooEnv(chase_env).render() is None
-    assert pz.state().shape == (chase_env.num_agents * chase_env.observation_size,)
+    assert pz.state().shape == (chase_env.global_state_size,)
 
 
 def test_seeded_resets_are_reproducible():
@@ -128,15 +143,16 @@ def test_jaxmarl_jitted_dict_rollout_matches_native():
     marl = JaxMARLEnv(env, final_obs=True)
     auto = AutoResetEnv(env)
     n_steps = 20
-    actions = jax.random.randint(jax.random.PRNGKey(5), (n_steps, env.num_agents), 0,
-                                 env.num_actions)
+    actions = jax.random.randint(
+        jax.random.PRNGKey(5), (n_steps, env.num_agents), 0, env.num_actions
+    )
 
     @jax.jit
     def marl_rollout(key):
         obs, state = marl.reset(key)
 
         def turn(carry, xs):
-            state, = carry
+            (state,) = carry
             k, act = xs
             # prey_1 is left out of the dict: it takes the no-op
             acts = {a: act[i] for i, a in enumerate(marl.agents) if a != "prey_1"}
@@ -168,13 +184,18 @@ def test_jaxmarl_jitted_dict_rollout_matches_native():
         np.testing.assert_array_equal(np.asarray(obs0[name]), np.asarray(nobs0[i]))
         np.testing.assert_array_equal(np.asarray(obs[name]), np.asarray(nobs[:, i]))
         np.testing.assert_array_equal(np.asarray(rew[name]), np.asarray(nrew[:, i]))
-        np.testing.assert_array_equal(np.asarray(dones[name]),
-                                      done | np.asarray(ninfo["captured"][:, i]))
+        np.testing.assert_array_equal(
+            np.asarray(dones[name]), done | np.asarray(ninfo["captured"][:, i])
+        )
     for t, term in enumerate(env.reward_terms):
-        np.testing.assert_array_equal(np.asarray(infos[f"reward_terms/{term}"]),
-                                      np.asarray(ninfo["reward_terms"][:, :, t]))
-    np.testing.assert_array_equal(np.asarray(infos["final_obs"]),
-                                  np.asarray(ninfo["final_obs"]))
+        np.testing.assert_array_equal(
+            np.asarray(infos[f"reward_terms/{term}"]), np.asarray(ninfo["reward_terms"][:, :, t])
+        )
+    # final_obs travels as obs_size columns of shape [A] (the standard info reshape)
+    assert len(infos["final_obs"]) == env.observation_size
+    np.testing.assert_array_equal(
+        np.asarray(marl.stack_final_obs(infos["final_obs"])), np.asarray(ninfo["final_obs"])
+    )
 
 
 def test_jaxmarl_api_surface(chase_env):
@@ -191,12 +212,13 @@ def test_jaxmarl_api_surface(chase_env):
     # the first step captures prey_1 (dones[prey_1]) without ending the episode
     right = action_of(chase_env, 1, 0)
     obs, state, rew, dones, infos = jax.jit(marl.step)(
-        jax.random.PRNGKey(0), state, {"predator_1": jnp.int32(right)})
+        jax.random.PRNGKey(0), state, {"predator_1": jnp.int32(right)}
+    )
     assert bool(dones["prey_1"]) and not bool(dones["__all__"]) and not bool(dones["prey_2"])
     assert float(rew["predator_1"]) == pytest.approx(95.0 - 0.5 * 5)  # prey_2 is 5 away
     assert all(v.shape[0] == 3 for v in infos.values())
     avail = marl.get_avail_actions(state)
-    assert avail["prey_2"].shape == (chase_env.num_actions,)
+    assert avail["prey_2"].tolist() == [1] * chase_env.num_actions  # no masks by default
     # reset_state (as in JaxMARL) is where a finished episode restarts: truncation at turn 6
     _, start = chase_env.reset_to(jnp.array([[2, 2], [0, 3], [3, 0]]), jnp.zeros((0, 2), int))
     step = jax.jit(marl.step)
@@ -204,5 +226,6 @@ def test_jaxmarl_api_surface(chase_env):
         obs, state, rew, dones, infos = step(jax.random.PRNGKey(turn), state, {}, start)
         assert bool(dones["__all__"]) == (turn == 6)
     assert state.positions.tolist() == [[2, 2], [0, 3], [3, 0]] and int(state.turn) == 0
-    np.testing.assert_array_equal(np.asarray(obs["prey_1"]),
-                                  np.asarray(chase_env.observe(start)[1]))
+    np.testing.assert_array_equal(
+        np.asarray(obs["prey_1"]), np.asarray(chase_env.observe(start)[1])
+    )

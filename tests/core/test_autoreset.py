@@ -1,5 +1,6 @@
 """Auto-reset wrappers and start-layout draws: semantics against the plain env, per-grid
 params, and the uniformity of start layouts (chi-square, fixed seeds, loose thresholds)."""
+
 from __future__ import annotations
 
 import itertools
@@ -33,9 +34,12 @@ def _layout_ok(positions, obstacles, obstacle_map, size):
     obstacle_cells = {tuple(o) for o in obstacles}
     expected_map = np.zeros((size, size), bool)
     expected_map[obstacles[:, 1], obstacles[:, 0]] = True
-    return (len(agent_cells) == len(positions) and len(obstacle_cells) == len(obstacles)
-            and not agent_cells & obstacle_cells
-            and np.array_equal(obstacle_map, expected_map))
+    return (
+        len(agent_cells) == len(positions)
+        and len(obstacle_cells) == len(obstacles)
+        and not agent_cells & obstacle_cells
+        and np.array_equal(obstacle_map, expected_map)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +87,9 @@ def test_batched_auto_reset_matches_plain_step_and_restarts_finished_grids(env, 
     for t, i in itertools.product(range(T), range(B)):
         if not done[t, i]:
             for field in ("positions", "captured", "obstacles", "turn", "captures_total"):
-                np.testing.assert_array_equal(getattr(state, field)[t, i],
-                                              getattr(r_state, field)[t, i])
+                np.testing.assert_array_equal(
+                    getattr(state, field)[t, i], getattr(r_state, field)[t, i]
+                )
             np.testing.assert_array_equal(obs[t, i], r_obs[t, i])
             continue
         # A fresh episode: a valid layout, nothing captured, turn 0, its own first obs.
@@ -92,20 +97,23 @@ def test_batched_auto_reset_matches_plain_step_and_restarts_finished_grids(env, 
         assert not state.captured[t, i].any()
         assert not state.terminated[t, i] and not state.truncated[t, i]
         assert (state.stamina[t, i] == UNLIMITED_STAMINA).all()
-        assert _layout_ok(state.positions[t, i], state.obstacles[t, i],
-                          state.obstacle_map[t, i], env.layout.size)
+        assert _layout_ok(
+            state.positions[t, i], state.obstacles[t, i], state.obstacle_map[t, i], env.layout.size
+        )
         fresh = jax.tree.map(lambda x: x[t, i], state)
         np.testing.assert_array_equal(obs[t, i], np.asarray(env.observe(fresh)))
     # Grids that finish together get different layouts (each fresh layout is used once).
     t = int(np.argmax(done.sum(axis=1)))
-    starts = {state.positions[t, i].tobytes() + state.obstacles[t, i].tobytes()
-              for i in np.flatnonzero(done[t])}
+    starts = {
+        state.positions[t, i].tobytes() + state.obstacles[t, i].tobytes()
+        for i in np.flatnonzero(done[t])
+    }
     assert len(starts) == done[t].sum()
 
 
 def test_batched_auto_reset_is_deterministic(trajectory):
     _, out, again = trajectory
-    for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(again)):
+    for a, b in zip(jax.tree.leaves(out), jax.tree.leaves(again), strict=False):
         np.testing.assert_array_equal(a, b)
 
 
@@ -113,9 +121,11 @@ def test_batched_auto_reset_takes_per_grid_params():
     env = pj.make("configs/1v1", {"agents.predators.stamina": 7})
     n = 4
     params = jax.tree.map(lambda x: jnp.stack([x] * n), env.default_params)
-    params = params.replace(max_steps=jnp.array([1, 2, 3, 4], jnp.int32),
-                            capture_threshold=jnp.full(n, 99, jnp.int32),
-                            stamina=params.stamina.at[:, 0].set(jnp.array([1, 2, 3, 4])))
+    params = params.replace(
+        max_steps=jnp.array([1, 2, 3, 4], jnp.int32),
+        capture_threshold=jnp.full(n, 99, jnp.int32),
+        stamina=params.stamina.at[:, 0].set(jnp.array([1, 2, 3, 4])),
+    )
     auto = BatchedAutoResetEnv(env, n, resets_per_step=1)
     # The predator (speed 2) always moves, spending min(2, stamina) a turn; the prey waits.
     actions = jnp.tile(jnp.array([0, env.noop_action], jnp.int32), (n, 1))
@@ -129,10 +139,12 @@ def test_batched_auto_reset_takes_per_grid_params():
         stamina.append(np.asarray(state.stamina[:, 0]))
         assert not np.asarray(term).any()
     # Grid i truncates every (i+1) turns and restarts with its own row of params.
-    np.testing.assert_array_equal(np.array(truncated), [[1, 0, 0, 0], [1, 1, 0, 0],
-                                                        [1, 0, 1, 0], [1, 1, 0, 1]])
-    np.testing.assert_array_equal(np.array(stamina), [[1, 0, 1, 2], [1, 2, 0, 0],
-                                                      [1, 0, 3, 0], [1, 2, 1, 4]])
+    np.testing.assert_array_equal(
+        np.array(truncated), [[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 1]]
+    )
+    np.testing.assert_array_equal(
+        np.array(stamina), [[1, 0, 1, 2], [1, 2, 0, 0], [1, 0, 3, 0], [1, 2, 1, 4]]
+    )
 
 
 def test_batched_auto_reset_vmapped_over_arms_equals_each_arm(env):
@@ -140,18 +152,17 @@ def test_batched_auto_reset_vmapped_over_arms_equals_each_arm(env):
     as the busiest arm needs, and each arm's result is its own single run."""
     auto = BatchedAutoResetEnv(env, B, resets_per_step=R)
     arms = jax.tree.map(lambda x: jnp.stack([x, x]), env.default_params)
-    arms = arms.replace(max_steps=jnp.array([1, 5], jnp.int32))   # arm 0: all 8 finish
+    arms = arms.replace(max_steps=jnp.array([1, 5], jnp.int32))  # arm 0: all 8 finish
     keys = jax.random.split(jax.random.PRNGKey(5), 2)
     _, state = jax.jit(jax.vmap(auto.reset))(keys, arms)
-    actions = jax.random.randint(jax.random.PRNGKey(6), (2, B, env.num_agents), 0,
-                                 env.num_actions)
+    actions = jax.random.randint(jax.random.PRNGKey(6), (2, B, env.num_agents), 0, env.num_actions)
     both = jax.jit(jax.vmap(auto.step))(keys, state, actions, arms)
     assert np.asarray(both[4])[0].all()
     one = jax.jit(auto.step)
     for arm in range(2):
         pick = lambda tree: jax.tree.map(lambda x: x[arm], tree)
         single = one(keys[arm], pick(state), actions[arm], pick(arms))
-        for a, b in zip(jax.tree.leaves(single), jax.tree.leaves(both)):
+        for a, b in zip(jax.tree.leaves(single), jax.tree.leaves(both), strict=False):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[arm])
 
 
@@ -169,7 +180,7 @@ def test_single_grid_auto_reset_keeps_final_obs_and_flags():
     plain_obs, plain_state, *_ = plain_step(jax.random.PRNGKey(2), state1, noop)
     np.testing.assert_array_equal(info2["final_obs"], plain_obs)
     assert int(plain_state.turn) == 2
-    expected_obs, expected = reset(jax.random.PRNGKey(2))   # the same key, the same layout
+    expected_obs, expected = reset(jax.random.PRNGKey(2))  # the same key, the same layout
     np.testing.assert_array_equal(state2.positions, expected.positions)
     np.testing.assert_array_equal(obs2, expected_obs)
 
@@ -200,7 +211,7 @@ def test_start_layouts_are_uniform_under_batched_auto_reset():
     uniform: per agent row (each over 100 cells) and for obstacles."""
     env = pj.make("configs/default", {"env.termination.max_steps": 4})
     n, steps = 512, 120
-    auto = BatchedAutoResetEnv(env, n, resets_per_step=48)   # often several rounds a step
+    auto = BatchedAutoResetEnv(env, n, resets_per_step=48)  # often several rounds a step
     size = env.layout.size
 
     @jax.jit
@@ -216,7 +227,7 @@ def test_start_layouts_are_uniform_under_batched_auto_reset():
         return jax.lax.scan(one, state, jax.random.split(key, steps))[1]
 
     done, positions, obstacles = jax.tree.map(np.asarray, run(jax.random.PRNGKey(11)))
-    starts_pos, starts_obs = positions[done], obstacles[done]          # [E, A, 2], [E, K, 2]
+    starts_pos, starts_obs = positions[done], obstacles[done]  # [E, A, 2], [E, K, 2]
     episodes = len(starts_pos)
     assert episodes > 12_000
     cells_pos = starts_pos[..., 1] * size + starts_pos[..., 0]
@@ -237,12 +248,12 @@ def test_distinct_sample_gives_uniform_ordered_subsets():
     pairs = np.asarray(jax.jit(jax.vmap(lambda k: distinct_sample(k, 5, 2)))(keys))
     assert (pairs[:, 0] != pairs[:, 1]).all() and pairs.min() == 0 and pairs.max() == 4
     counts = np.bincount(pairs[:, 0] * 5 + pairs[:, 1], minlength=25)
-    assert (counts[[0, 6, 12, 18, 24]] == 0).all()                 # no repeated value
-    assert _chi2_p(np.delete(counts, [0, 6, 12, 18, 24])) > P_MIN   # 20 ordered pairs
+    assert (counts[[0, 6, 12, 18, 24]] == 0).all()  # no repeated value
+    assert _chi2_p(np.delete(counts, [0, 6, 12, 18, 24])) > P_MIN  # 20 ordered pairs
     perms = np.asarray(jax.jit(jax.vmap(lambda k: distinct_sample(k, 4, 4)))(keys))
     index = {p: i for i, p in enumerate(itertools.permutations(range(4)))}
     counts = np.bincount([index[tuple(p)] for p in perms], minlength=24)
-    assert _chi2_p(counts) > P_MIN                                   # 24 permutations
+    assert _chi2_p(counts) > P_MIN  # 24 permutations
 
 
 def test_distinct_sample_population_values_and_errors():
@@ -256,8 +267,9 @@ def test_distinct_sample_population_values_and_errors():
 
 def test_bounded_ints_stay_in_range_and_cover_it():
     bounds = jnp.array([1, 2, 3, 100, 65536], jnp.int32)
-    draws = np.asarray(jax.vmap(lambda k: bounded_ints(k, bounds))(
-        jax.random.split(jax.random.PRNGKey(0), 20_000)))
+    draws = np.asarray(
+        jax.vmap(lambda k: bounded_ints(k, bounds))(jax.random.split(jax.random.PRNGKey(0), 20_000))
+    )
     assert (draws >= 0).all() and (draws < np.asarray(bounds)).all()
     assert (draws[:, 0] == 0).all()
     assert set(np.unique(draws[:, 1])) == {0, 1} and set(np.unique(draws[:, 2])) == {0, 1, 2}

@@ -1,4 +1,5 @@
 """Config loading: strict errors (file, key, value, rule), shipped configs, overrides, --set."""
+
 from __future__ import annotations
 
 import argparse
@@ -40,38 +41,112 @@ def assert_names_all(err: ConfigError, file: Path, key: str, value, rule: str) -
 # (file, YAML text, dotted key, offending value, words of the rule)
 BAD_VALUES = {
     "unknown key": ("env.yaml", "env:\n  sise: 10\n", "env.sise", 10, "unknown key"),
-    "unknown nested key": ("env.yaml", "env:\n  dynamics:\n    allow_sharing: true\n",
-                           "env.dynamics.allow_sharing", True, "unknown key"),
-    "unused PPAGE key": ("agents.yaml", "agents:\n  predators:\n    base_type: wolf\n",
-                         "agents.predators.base_type", "wolf", "unknown key"),
-    "wrong type: string size": ("env.yaml", "env:\n  size: ten\n", "env.size", "ten",
-                                "must be an integer"),
-    "wrong type: bool size": ("env.yaml", "env:\n  size: true\n", "env.size", True,
-                              "must be an integer"),
-    "wrong type: flag": ("env.yaml", "env:\n  dynamics:\n    allow_cell_sharing: maybe\n",
-                         "env.dynamics.allow_cell_sharing", "maybe", "must be true or false"),
-    "wrong type: percentage": ("env.yaml", "env:\n  obstacle_percentage: lots\n",
-                               "env.obstacle_percentage", "lots", "must be a number"),
+    "unknown nested key": (
+        "env.yaml",
+        "env:\n  dynamics:\n    allow_sharing: true\n",
+        "env.dynamics.allow_sharing",
+        True,
+        "unknown key",
+    ),
+    "key PPAGE lacks too": (
+        "agents.yaml",
+        "agents:\n  predators:\n    colour: grey\n",
+        "agents.predators.colour",
+        "grey",
+        "unknown key",
+    ),
+    "wrong type: string size": (
+        "env.yaml",
+        "env:\n  size: ten\n",
+        "env.size",
+        "ten",
+        "must be an integer",
+    ),
+    "wrong type: bool size": (
+        "env.yaml",
+        "env:\n  size: true\n",
+        "env.size",
+        True,
+        "must be an integer",
+    ),
+    "wrong type: flag": (
+        "env.yaml",
+        "env:\n  dynamics:\n    allow_cell_sharing: maybe\n",
+        "env.dynamics.allow_cell_sharing",
+        "maybe",
+        "must be true or false",
+    ),
+    "wrong type: percentage": (
+        "env.yaml",
+        "env:\n  obstacle_percentage: lots\n",
+        "env.obstacle_percentage",
+        "lots",
+        "must be a number",
+    ),
     "grid smaller than 2": ("env.yaml", "env:\n  size: 1\n", "env.size", 1, ">= 2"),
-    "negative predators": ("agents.yaml", "agents:\n  predators:\n    count: -1\n",
-                           "agents.predators.count", -1, ">= 0"),
-    "negative prey": ("agents.yaml", "agents:\n  preys:\n    count: -2\n",
-                      "agents.preys.count", -2, ">= 0"),
-    "obstacles 100 %": ("env.yaml", "env:\n  obstacle_percentage: 100\n",
-                        "env.obstacle_percentage", 100, "in [0, 100)"),
-    "obstacles below 0 %": ("env.yaml", "env:\n  obstacle_percentage: -0.5\n",
-                            "env.obstacle_percentage", -0.5, "in [0, 100)"),
-    "speed below 1": ("agents.yaml", "agents:\n  preys:\n    speed: 0\n",
-                      "agents.preys.speed", 0, ">= 1"),
-    "negative stamina": ("agents.yaml", "agents:\n  predators:\n    stamina: -1\n",
-                         "agents.predators.stamina", -1, ">= 0"),
-    "capture threshold below 0": ("env.yaml",
-                                  "env:\n  termination:\n    capture_threshold: -1\n",
-                                  "env.termination.capture_threshold", -1, ">= 0"),
-    "max_steps below 1": ("env.yaml", "env:\n  termination:\n    max_steps: 0\n",
-                          "env.termination.max_steps", 0, ">= 1"),
-    "unknown action table": ("actions.yaml", "actions:\n  type: hexagonal\n", "actions.type",
-                             "hexagonal", "unknown action table"),
+    "negative predators": (
+        "agents.yaml",
+        "agents:\n  predators:\n    count: -1\n",
+        "agents.predators.count",
+        -1,
+        ">= 0",
+    ),
+    "negative prey": (
+        "agents.yaml",
+        "agents:\n  preys:\n    count: -2\n",
+        "agents.preys.count",
+        -2,
+        ">= 0",
+    ),
+    "obstacles 100 %": (
+        "env.yaml",
+        "env:\n  obstacle_percentage: 100\n",
+        "env.obstacle_percentage",
+        100,
+        "in [0, 100)",
+    ),
+    "obstacles below 0 %": (
+        "env.yaml",
+        "env:\n  obstacle_percentage: -0.5\n",
+        "env.obstacle_percentage",
+        -0.5,
+        "in [0, 100)",
+    ),
+    "speed below 1": (
+        "agents.yaml",
+        "agents:\n  preys:\n    speed: 0\n",
+        "agents.preys.speed",
+        0,
+        ">= 1",
+    ),
+    "negative stamina": (
+        "agents.yaml",
+        "agents:\n  predators:\n    stamina: -1\n",
+        "agents.predators.stamina",
+        -1,
+        ">= 0",
+    ),
+    "capture threshold below 0": (
+        "env.yaml",
+        "env:\n  termination:\n    capture_threshold: -1\n",
+        "env.termination.capture_threshold",
+        -1,
+        ">= 0",
+    ),
+    "max_steps below 1": (
+        "env.yaml",
+        "env:\n  termination:\n    max_steps: 0\n",
+        "env.termination.max_steps",
+        0,
+        ">= 1",
+    ),
+    "unknown action table": (
+        "actions.yaml",
+        "actions:\n  type: hexagonal\n",
+        "actions.type",
+        "hexagonal",
+        "unknown action table",
+    ),
 }
 
 
@@ -91,28 +166,40 @@ def test_unknown_action_table_lists_the_known_ones(tmp_path):
 
 
 def test_more_agents_than_cells(tmp_path):
-    directory = write(tmp_path / "cfg", {
-        "env.yaml": "env:\n  size: 2\n  obstacle_percentage: 0\n",
-        "agents.yaml": "agents:\n  predators:\n    count: 3\n  preys:\n    count: 2\n"})
+    directory = write(
+        tmp_path / "cfg",
+        {
+            "env.yaml": "env:\n  size: 2\n  obstacle_percentage: 0\n",
+            "agents.yaml": "agents:\n  predators:\n    count: 3\n  preys:\n    count: 2\n",
+        },
+    )
     err = load_error(directory)
-    assert_names_all(err, directory / "agents.yaml", "agents.preys.count", 2,
-                     "5 agents do not fit on 4 cells (2x2)")
+    assert_names_all(
+        err,
+        directory / "agents.yaml",
+        "agents.preys.count",
+        2,
+        "5 agents do not fit on 4 cells (2x2)",
+    )
 
 
 def test_no_agents_at_all(tmp_path):
-    directory = write(tmp_path / "cfg", {
-        "agents.yaml": "agents:\n  predators:\n    count: 0\n  preys:\n    count: 0\n"})
+    directory = write(
+        tmp_path / "cfg",
+        {"agents.yaml": "agents:\n  predators:\n    count: 0\n  preys:\n    count: 0\n"},
+    )
     err = load_error(directory)
-    assert_names_all(err, directory / "agents.yaml", "agents.predators.count", 0,
-                     "at least 1")
+    assert_names_all(err, directory / "agents.yaml", "agents.predators.count", 0, "at least 1")
 
 
 def test_unknown_file(tmp_path):
-    directory = write(tmp_path / "cfg", {"env.yaml": "env:\n  size: 5\n",
-                                         "rewardz.yaml": "rewardz: {}\n"})
+    directory = write(
+        tmp_path / "cfg", {"env.yaml": "env:\n  size: 5\n", "rewardz.yaml": "rewardz: {}\n"}
+    )
     err = load_error(directory)
-    assert_names_all(err, directory / "rewardz.yaml", "<file>", "rewardz.yaml",
-                     "unknown config file")
+    assert_names_all(
+        err, directory / "rewardz.yaml", "<file>", "rewardz.yaml", "unknown config file"
+    )
     assert "rewards.yaml" in str(err)  # lists what is allowed
 
 
@@ -137,9 +224,10 @@ def test_invalid_yaml(tmp_path):
 
 def test_error_names_the_file_that_set_the_key(tmp_path):
     # The value is valid alone; the layout check names agents.yaml, where the count was set.
-    directory = write(tmp_path / "cfg", {
-        "env.yaml": "env:\n  size: 3\n",
-        "agents.yaml": "agents:\n  preys:\n    count: 7\n"})
+    directory = write(
+        tmp_path / "cfg",
+        {"env.yaml": "env:\n  size: 3\n", "agents.yaml": "agents:\n  preys:\n    count: 7\n"},
+    )
     err = load_error(directory)
     assert err.source == str(directory / "agents.yaml")
     assert "10 agents do not fit on 9 cells" in str(err)
@@ -155,8 +243,14 @@ def test_shipped_default_config():
     assert config.get("env.obstacle_percentage") == 20.0
     assert config.get("agents.predators.count") == 3 and config.get("agents.preys.count") == 3
     assert env.layout.size == 10 and env.layout.num_obstacles == 20
-    assert env.agent_names == ("predator_1", "predator_2", "predator_3",
-                               "prey_1", "prey_2", "prey_3")
+    assert env.agent_names == (
+        "predator_1",
+        "predator_2",
+        "predator_3",
+        "prey_1",
+        "prey_2",
+        "prey_3",
+    )
     assert env.default_params.speeds.tolist() == [1, 1, 1, 3, 3, 3]
     assert env.layout.max_speed == 3
     assert env.default_params.stamina.tolist() == [UNLIMITED_STAMINA] * 6
@@ -185,8 +279,10 @@ def test_shipped_1v1_config():
 
 
 def test_stamina_is_expressible(tmp_path):
-    directory = write(tmp_path / "cfg", {
-        "agents.yaml": "agents:\n  predators:\n    stamina: 10\n  preys:\n    stamina: 15\n"})
+    directory = write(
+        tmp_path / "cfg",
+        {"agents.yaml": "agents:\n  predators:\n    stamina: 10\n  preys:\n    stamina: 15\n"},
+    )
     env = pj.make(pj.load_config(directory))
     assert env.default_params.stamina.tolist() == [10, 10, 10, 15, 15, 15]
 
@@ -205,8 +301,14 @@ def test_missing_files_and_keys_come_from_the_defaults(tmp_path):
 
 
 def test_overrides():
-    config = pj.load_config(CONFIGS / "default", overrides={
-        "env.size": 12, "agents.preys.speed": 2, "env.dynamics.allow_cell_sharing": False})
+    config = pj.load_config(
+        CONFIGS / "default",
+        overrides={
+            "env.size": 12,
+            "agents.preys.speed": 2,
+            "env.dynamics.allow_cell_sharing": False,
+        },
+    )
     env = pj.make(config)
     assert env.layout.size == 12
     assert env.layout.num_obstacles == 28  # int(0.2 * 144)
@@ -226,15 +328,18 @@ def test_bad_override_names_the_override():
     assert "env.sise" in str(info.value) and "unknown key" in str(info.value)
 
 
-@pytest.mark.parametrize("text, key, value", [
-    ("env.size=12", "env.size", 12),
-    ("env.obstacle_percentage=12.5", "env.obstacle_percentage", 12.5),
-    ("env.dynamics.allow_cell_sharing=false", "env.dynamics.allow_cell_sharing", False),
-    ("env.termination.max_steps=null", "env.termination.max_steps", None),
-    ("rewards.shaping=[]", "rewards.shaping", []),
-    ("actions.type=cross", "actions.type", "cross"),
-    ("experiment.output_dir=runs/a=b", "experiment.output_dir", "runs/a=b"),
-])
+@pytest.mark.parametrize(
+    "text, key, value",
+    [
+        ("env.size=12", "env.size", 12),
+        ("env.obstacle_percentage=12.5", "env.obstacle_percentage", 12.5),
+        ("env.dynamics.allow_cell_sharing=false", "env.dynamics.allow_cell_sharing", False),
+        ("env.termination.max_steps=null", "env.termination.max_steps", None),
+        ("rewards.shaping=[]", "rewards.shaping", []),
+        ("actions.type=cross", "actions.type", "cross"),
+        ("experiment.output_dir=runs/a=b", "experiment.output_dir", "runs/a=b"),
+    ],
+)
 def test_set_values_are_parsed_as_yaml(text, key, value):
     assert parse_override(text) == (key, value)
 
@@ -248,8 +353,9 @@ def test_set_without_equals_is_an_error():
 def test_cli_set_reaches_the_config():
     parser = argparse.ArgumentParser()
     cli.add_config_arguments(parser)
-    args = parser.parse_args([str(CONFIGS / "1v1"), "--set", "env.size=7",
-                              "--set", "agents.preys.speed=3"])
+    args = parser.parse_args(
+        [str(CONFIGS / "1v1"), "--set", "env.size=7", "--set", "agents.preys.speed=3"]
+    )
     config = cli.load_cli_config(args)
     assert config.get("env.size") == 7 and config.get("agents.preys.speed") == 3
     assert config.get("agents.predators.speed") == 2  # the rest still from configs/1v1

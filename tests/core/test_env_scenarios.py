@@ -5,6 +5,7 @@ YPLUS [0, 1], LEFT [-1, 0], YMINUS [0, -1], NOOP [0, 0]. Every scenario starts f
 ``env.reset_to`` on a config built with ``pj.load_config(None, overrides=...)``; each distinct
 config is compiled once (``sim(...)`` caches a jitted step per config).
 """
+
 from __future__ import annotations
 
 import json
@@ -68,15 +69,25 @@ class Sim:
 
     def start(self, positions, obstacles=(), params: pj.EnvParams | None = None) -> pj.State:
         obstacles = np.asarray(obstacles, np.int32).reshape(-1, 2)
-        _, state = self._reset_to(jnp.asarray(positions, jnp.int32), jnp.asarray(obstacles),
-                                  self.params if params is None else params)
+        _, state = self._reset_to(
+            jnp.asarray(positions, jnp.int32),
+            jnp.asarray(obstacles),
+            self.params if params is None else params,
+        )
         return state
 
     def step(self, state: pj.State, actions, params: pj.EnvParams | None = None) -> StepOut:
         obs, state, reward, term, trunc, info = self._step(
-            KEY, state, jnp.asarray(actions, jnp.int32), self.params if params is None else params)
-        return StepOut(state, np.asarray(reward).tolist(), bool(term), bool(trunc),
-                       jax.tree.map(np.asarray, info), np.asarray(obs))
+            KEY, state, jnp.asarray(actions, jnp.int32), self.params if params is None else params
+        )
+        return StepOut(
+            state,
+            np.asarray(reward).tolist(),
+            bool(term),
+            bool(trunc),
+            jax.tree.map(np.asarray, info),
+            np.asarray(obs),
+        )
 
 
 _SIMS: dict[str, Sim] = {}
@@ -142,8 +153,10 @@ def test_swap_does_not_capture():
 
 
 def test_speed3_predator_captures_prey_it_passes_and_nothing_is_paid_after():
-    s = sim(**roles(1, 2), **{"agents.predators.speed": 3,
-                              "rewards.shaping": [{"name": "survival", "weight": 1.0}]})
+    s = sim(
+        **roles(1, 2),
+        **{"agents.predators.speed": 3, "rewards.shaping": [{"name": "survival", "weight": 1.0}]},
+    )
     assert s.env.layout.max_speed == 3
     assert s.env.reward_terms == ("base", "survival")
     start = s.start([[0, 0], [2, 0], [4, 4]])
@@ -236,16 +249,20 @@ def test_captured_prey_frozen_and_never_recaptured():
     assert out.obs[1].tolist() == [2.0, 1.0, 1.0]
 
 
-@pytest.mark.parametrize("credit, expected", [
-    ("full", [95.0, 95.0, -5.0]),
-    ("split", [45.0, 45.0, -5.0]),
-    ("team", [95.0, 95.0, 95.0]),
-])
+@pytest.mark.parametrize(
+    "credit, expected",
+    [
+        ("full", [95.0, 95.0, -5.0]),
+        ("split", [45.0, 45.0, -5.0]),
+        ("team", [95.0, 95.0, 95.0]),
+    ],
+)
 def test_credit_to_every_predator_on_the_cell(credit, expected):
     s = sim(**roles(3, 2), **{"env.termination.capture_threshold": 5})
     params = s.env.with_term_params(s.params, "base", credit=credit)
-    out = s.step(s.start([[1, 1], [3, 1], [4, 4], [2, 1], [0, 4]]),
-                 [RIGHT, LEFT, NOOP, NOOP, NOOP], params)
+    out = s.step(
+        s.start([[1, 1], [3, 1], [4, 4], [2, 1], [0, 4]]), [RIGHT, LEFT, NOOP, NOOP, NOOP], params
+    )
     assert out.positions[:2] == [[2, 1], [2, 1]]
     assert out.captured == [False, False, False, True, False]
     assert out.reward == expected + [-100.0, 0.0]
@@ -254,8 +271,9 @@ def test_credit_to_every_predator_on_the_cell(credit, expected):
 def test_split_credit_counts_predators_per_cell():
     s = sim(**roles(3, 2), **{"env.termination.capture_threshold": 5})
     params = s.env.with_term_params(s.params, "base", credit="split")
-    out = s.step(s.start([[1, 1], [3, 1], [4, 4], [2, 1], [4, 3]]),
-                 [RIGHT, LEFT, YMINUS, NOOP, NOOP], params)
+    out = s.step(
+        s.start([[1, 1], [3, 1], [4, 4], [2, 1], [4, 3]]), [RIGHT, LEFT, YMINUS, NOOP, NOOP], params
+    )
     assert out.reward == [45.0, 45.0, 95.0, -100.0, -100.0]
     assert int(out.info["captures"]) == 2
 
@@ -294,13 +312,11 @@ def test_sharing_on_moves_are_simultaneous():
 def test_sharing_off_blocks_same_role_only_and_captured_prey_do_not_block():
     s = sim(**SHARING_OFF)
     p = with_params(s.params, capture_threshold=5)
-    out = s.step(s.start([[2, 1], [3, 1], [4, 4], [4, 3]], params=p), [RIGHT, NOOP, NOOP, YPLUS],
-                 p)
+    out = s.step(s.start([[2, 1], [3, 1], [4, 4], [4, 3]], params=p), [RIGHT, NOOP, NOOP, YPLUS], p)
     assert out.positions[0] == [2, 1]  # predator_1 cannot join predator_2
     assert out.positions[3] == [4, 3]  # prey_2 cannot join the uncaptured prey_1
     # Cross-role overlap is allowed (it is a capture).
-    out = s.step(s.start([[0, 0], [0, 4], [0, 3], [2, 4]], params=p), [NOOP, NOOP, YPLUS, NOOP],
-                 p)
+    out = s.step(s.start([[0, 0], [0, 4], [0, 3], [2, 4]], params=p), [NOOP, NOOP, YPLUS, NOOP], p)
     assert out.captured == [False, False, True, False]
     out = s.step(out.state, [NOOP, YMINUS, NOOP, LEFT], p)  # predator_2 leaves (0,4)
     assert out.positions[1:] == [[0, 3], [0, 4], [1, 4]]
@@ -313,13 +329,13 @@ def test_per_axis_clipping_diagonal_slides_along_the_wall():
     s = sim(**{"actions.type": "cross"})
     ne, sw_, nw, se = 0, 1, 2, 3  # [1,1], [-1,1], [-1,-1], [1,-1]
     cases = [  # (start, action, end)
-        ([4, 2], ne, [4, 3]),   # right wall: slides along y
-        ([2, 4], ne, [3, 4]),   # bottom wall: slides along x
-        ([4, 4], ne, [4, 4]),   # corner: stays
+        ([4, 2], ne, [4, 3]),  # right wall: slides along y
+        ([2, 4], ne, [3, 4]),  # bottom wall: slides along x
+        ([4, 4], ne, [4, 4]),  # corner: stays
         ([0, 2], sw_, [0, 3]),
         ([0, 0], nw, [0, 0]),
         ([2, 0], se, [3, 0]),
-        ([2, 2], nw, [1, 1]),   # inside: a true diagonal
+        ([2, 2], nw, [1, 1]),  # inside: a true diagonal
     ]
     for start, action, end in cases:
         prey = [0, 4] if start != [0, 4] else [4, 0]
@@ -330,11 +346,7 @@ def test_per_axis_clipping_diagonal_slides_along_the_wall():
     assert out.positions == [[4, 0], [0, 4]]
 
 
-MAP = [".....",
-       "..#..",
-       ".....",
-       ".....",
-       "...#."]
+MAP = [".....", "..#..", ".....", ".....", "...#."]
 MAP_OBSTACLES = [[2, 1], [3, 4]]
 
 
@@ -361,11 +373,7 @@ def test_obstacle_penalty_when_blocking_off():
 
 
 def test_discrete_9_table_and_diagonal_between_corner_obstacles():
-    grid = [".....",
-            ".....",
-            "...#.",
-            "..#..",
-            "....."]
+    grid = [".....", ".....", "...#.", "..#..", "....."]
     s = sim(**{"actions.type": "discrete_9", "env.map": grid})
     obstacles = [[3, 2], [2, 3]]
     assert s.env.num_actions == 9 and s.env.noop_action == 8
@@ -382,10 +390,14 @@ def test_discrete_9_table_and_diagonal_between_corner_obstacles():
 
 
 def test_ppage_action_tables():
-    assert np.asarray(sim().env.action_table).tolist() == [
-        [1, 0], [0, 1], [-1, 0], [0, -1], [0, 0]]
+    assert np.asarray(sim().env.action_table).tolist() == [[1, 0], [0, 1], [-1, 0], [0, -1], [0, 0]]
     assert np.asarray(sim(**{"actions.type": "cross"}).env.action_table).tolist() == [
-        [1, 1], [-1, 1], [-1, -1], [1, -1], [0, 0]]
+        [1, 1],
+        [-1, 1],
+        [-1, -1],
+        [1, -1],
+        [0, 0],
+    ]
 
 
 FAST = {"agents.preys.speed": 3}  # 1v1 with static max_speed 3; speeds and stamina traced
@@ -469,8 +481,9 @@ def test_terminated_and_truncated_both_true():
 
 
 def test_no_max_steps_never_truncates():
-    config = pj.load_config(None, overrides={"env.termination.max_steps": None,
-                                             "experiment.eval.max_steps": 100})
+    config = pj.load_config(
+        None, overrides={"env.termination.max_steps": None, "experiment.eval.max_steps": 100}
+    )
     assert int(pj.make(config).default_params.max_steps) == NO_TRUNCATION
     s = sim()
     params = with_params(s.params, max_steps=NO_TRUNCATION)
@@ -486,12 +499,18 @@ def test_base_reward_constants_and_overrides():
     s = sim()
     assert s.env.reward_terms == ("base",)
     base = {k: float(v) for k, v in s.params.reward.term_params["base"].items()}
-    assert base == {"capture_reward": 100.0, "captured_penalty": 100.0, "step_cost": 5.0,
-                    "obstacle_penalty": 200.0, "credit": 0.0}  # credit 0 = "full"
+    assert base == {
+        "capture_reward": 100.0,
+        "captured_penalty": 100.0,
+        "step_cost": 5.0,
+        "obstacle_penalty": 200.0,
+        "credit": 0.0,
+    }  # credit 0 = "full"
     start = s.start([[1, 1], [2, 1]])
     assert s.step(start, [NOOP, NOOP]).reward == [-5.0, 0.0]
-    params = s.env.with_term_params(s.params, "base", capture_reward=10.0, step_cost=1.0,
-                                    captured_penalty=3.0)
+    params = s.env.with_term_params(
+        s.params, "base", capture_reward=10.0, step_cost=1.0, captured_penalty=3.0
+    )
     assert s.step(start, [RIGHT, NOOP], params).reward == [9.0, -3.0]
     params = s.env.with_weights(params, base=2.0)
     out = s.step(start, [RIGHT, NOOP], params)
@@ -499,15 +518,25 @@ def test_base_reward_constants_and_overrides():
 
 
 def test_base_constants_from_yaml_params():
-    s = sim(**{"rewards.base.params": {"capture_reward": 40, "credit": "team"},
-               "rewards.base.weight": 0.5})
+    s = sim(
+        **{
+            "rewards.base.params": {"capture_reward": 40, "credit": "team"},
+            "rewards.base.weight": 0.5,
+        }
+    )
     out = s.step(s.start([[1, 1], [2, 1]]), [RIGHT, NOOP])
     assert out.reward == [17.5, -50.0]
 
 
 def test_reward_terms_columns_sum_exactly_to_reward():
-    s = sim(**{"rewards.shaping": [{"name": "predator_distance", "weight": 0.5},
-                                   {"name": "survival", "weight": 1.0}]})
+    s = sim(
+        **{
+            "rewards.shaping": [
+                {"name": "predator_distance", "weight": 0.5},
+                {"name": "survival", "weight": 1.0},
+            ]
+        }
+    )
     assert s.env.reward_terms == ("base", "predator_distance", "survival")
     out = s.step(s.start([[0, 0], [3, 2]]), [NOOP, NOOP])
     assert out.terms == [[-5.0, -2.5, 0.0], [0.0, 0.0, 1.0]]
@@ -517,15 +546,19 @@ def test_reward_terms_columns_sum_exactly_to_reward():
 
 
 def test_reward_terms_sum_to_reward_on_default_config_rollout():
-    env = pj.make(pj.load_config(None, overrides={"observations.type": "local_only",
-                                                  "observations.params": {}}))
+    env = pj.make(
+        pj.load_config(
+            None, overrides={"observations.type": "local_only", "observations.params": {}}
+        )
+    )
     assert env.reward_terms == ("base", "predator_distance", "survival")
     step = jax.jit(env.step)
     _, state = jax.jit(env.reset)(jax.random.key(3))
     all_actions = np.random.default_rng(4).integers(0, env.num_actions, (30, env.num_agents))
     for actions in all_actions:
-        _, state, reward, _, _, info = step(KEY, state, jnp.asarray(actions, jnp.int32),
-                                            env.default_params)
+        _, state, reward, _, _, info = step(
+            KEY, state, jnp.asarray(actions, jnp.int32), env.default_params
+        )
         terms = np.asarray(info["reward_terms"])
         assert terms.shape == (6, 3) and terms.dtype == np.float32
         np.testing.assert_array_equal(np.asarray(reward), terms.sum(axis=1))
@@ -543,17 +576,28 @@ def _reset_batch(env: pj.GridWorld, n: int, seed: int = 0):
     return jax.tree.map(np.asarray, states)
 
 
-@pytest.mark.parametrize("size, pct, n_pred, n_prey, expected", [
-    (10, 20.0, 3, 3, 20),   # PPAGE default: int(0.2 * 100)
-    (8, 10.0, 1, 1, 6),     # int(0.1 * 64)
-    (7, 30.0, 2, 3, 14),    # int(0.3 * 49)
-    (3, 90.0, 1, 1, 7),     # int(0.9 * 9) = 8, but only 7 cells are free
-])
-def test_reset_distinct_cells_obstacles_off_agents_and_count(size, pct, n_pred, n_prey,
-                                                            expected):
-    env = pj.make(pj.load_config(None, overrides={
-        **LOCAL_ONLY, "env.size": size, "env.obstacle_percentage": pct,
-        "agents.predators.count": n_pred, "agents.preys.count": n_prey}))
+@pytest.mark.parametrize(
+    "size, pct, n_pred, n_prey, expected",
+    [
+        (10, 20.0, 3, 3, 20),  # PPAGE default: int(0.2 * 100)
+        (8, 10.0, 1, 1, 6),  # int(0.1 * 64)
+        (7, 30.0, 2, 3, 14),  # int(0.3 * 49)
+        (3, 90.0, 1, 1, 7),  # int(0.9 * 9) = 8, but only 7 cells are free
+    ],
+)
+def test_reset_distinct_cells_obstacles_off_agents_and_count(size, pct, n_pred, n_prey, expected):
+    env = pj.make(
+        pj.load_config(
+            None,
+            overrides={
+                **LOCAL_ONLY,
+                "env.size": size,
+                "env.obstacle_percentage": pct,
+                "agents.predators.count": n_pred,
+                "agents.preys.count": n_prey,
+            },
+        )
+    )
     assert env.layout.num_obstacles == expected
     states = _reset_batch(env, 64)
     for i in range(64):
@@ -567,7 +611,7 @@ def test_reset_distinct_cells_obstacles_off_agents_and_count(size, pct, n_pred, 
         assert len(walls) == expected  # distinct obstacle cells
         assert not cells & walls  # obstacles never on agents
         ys, xs = np.nonzero(states.obstacle_map[i])
-        assert set(zip(xs.tolist(), ys.tolist())) == walls
+        assert set(zip(xs.tolist(), ys.tolist(), strict=False)) == walls
     assert not states.captured.any() and not states.terminated.any()
     assert (states.turn == 0).all() and (states.captures_total == 0).all()
 
@@ -575,8 +619,7 @@ def test_reset_distinct_cells_obstacles_off_agents_and_count(size, pct, n_pred, 
 def test_reset_redraws_layout_per_key_and_covers_the_grid():
     env = pj.make(pj.load_config(None, overrides=LOCAL_ONLY))
     states = _reset_batch(env, 200, seed=1)
-    layouts = {(states.positions[i].tobytes(), states.obstacles[i].tobytes())
-               for i in range(200)}
+    layouts = {(states.positions[i].tobytes(), states.obstacles[i].tobytes()) for i in range(200)}
     assert len(layouts) == 200
     # Over 200 resets every cell holds predator_1 at least once and an obstacle at least once.
     p1 = {tuple(p) for p in states.positions[:, 0].tolist()}
@@ -585,11 +628,7 @@ def test_reset_redraws_layout_per_key_and_covers_the_grid():
 
 
 def test_fixed_map_places_obstacles_and_agents_on_free_cells():
-    grid = ["#....",
-            ".#...",
-            "..#..",
-            ".....",
-            "....#"]
+    grid = ["#....", ".#...", "..#..", ".....", "....#"]
     env = sim(**{"env.map": grid, "agents.predators.count": 2}).env
     assert env.layout.num_obstacles == 4
     states = _reset_batch(env, 32)

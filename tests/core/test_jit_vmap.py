@@ -1,4 +1,5 @@
 """jit, vmap (over keys and over stacked EnvParams), determinism, and no recompiles."""
+
 from __future__ import annotations
 
 import chex
@@ -45,7 +46,7 @@ def random_actions(env: pj.GridWorld, key: jax.Array, turns: int = TURNS) -> jax
 def assert_trees_equal(a, b) -> None:
     """Bit-identical pytrees (same structure, same leaves)."""
     assert jax.tree.structure(a) == jax.tree.structure(b)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=False):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
@@ -68,7 +69,8 @@ def test_vmap_over_keys_matches_single_calls(env, jit_step):
     assert obs.shape == (8, env.num_agents, env.observation_size)
     actions = jax.vmap(lambda k: random_actions(env, k, 1)[0])(keys)
     batched = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))(
-        keys, states, actions, env.default_params)
+        keys, states, actions, env.default_params
+    )
     reset = jax.jit(env.reset)
     for i in range(8):
         single_obs, single = reset(keys[i])
@@ -90,8 +92,15 @@ def rollout(env: pj.GridWorld, key: jax.Array, params: pj.EnvParams):
 
     def turn(state, actions):
         obs, state, reward, term, trunc, info = env.step(k_act, state, actions, params)
-        return state, (state.positions, state.captured, reward, info["reward_terms"], term,
-                       trunc, obs)
+        return state, (
+            state.positions,
+            state.captured,
+            reward,
+            info["reward_terms"],
+            term,
+            trunc,
+            obs,
+        )
 
     return jax.lax.scan(turn, state, random_actions(env, k_act))[1]
 
@@ -102,17 +111,20 @@ run_rollout = jax.jit(rollout, static_argnums=0)  # one compile per env object
 def test_vmap_over_stacked_params_gives_the_separate_results(env):
     default = env.default_params
     a = env.with_weights(default, predator_distance=0.0, survival=2.0)
-    b = env.with_weights(env.with_term_params(default, "base", credit="team", step_cost=1.0),
-                         base=0.5)
-    b = b.replace(speeds=jnp.asarray([1, 1, 1, 1], jnp.int32),
-                  capture_threshold=jnp.asarray(1, jnp.int32))
+    b = env.with_weights(
+        env.with_term_params(default, "base", credit="team", step_cost=1.0), base=0.5
+    )
+    b = b.replace(
+        speeds=jnp.asarray([1, 1, 1, 1], jnp.int32), capture_threshold=jnp.asarray(1, jnp.int32)
+    )
     run = run_rollout
     key = jax.random.key(11)
     batched = jax.jit(jax.vmap(rollout, in_axes=(None, None, 0)), static_argnums=0)(
-        env, key, stack(a, b))
+        env, key, stack(a, b)
+    )
     separate_a, separate_b = run(env, key, a), run(env, key, b)
     for i, separate in enumerate((separate_a, separate_b)):
-        for got, want in zip(batched, separate):
+        for got, want in zip(batched, separate, strict=False):
             np.testing.assert_allclose(np.asarray(got[i]), np.asarray(want), rtol=1e-6)
     # The two weight vectors really gave two different results.
     assert not np.allclose(np.asarray(separate_a[3]), np.asarray(separate_b[3]))
@@ -164,8 +176,12 @@ def test_no_recompile_when_traced_values_change(env):
     for name, params in variants.items():
         _, state = env.reset_to(positions, obstacles, params)
         _, new_state, reward, term, trunc, _ = step(jax.random.key(0), state, actions, params)
-        results[name] = (np.asarray(reward)[0], bool(term), bool(trunc),
-                         np.asarray(new_state.positions)[0].tolist())
+        results[name] = (
+            np.asarray(reward)[0],
+            bool(term),
+            bool(trunc),
+            np.asarray(new_state.positions)[0].tolist(),
+        )
     # Each traced change took effect (predator_1's reward, flags, position) without a retrace.
     # Default: two sub-steps (prey speed 2). k=0: capture, base 100 - 5, distance to prey_2
     # 4 -> 0.5 * -4; k=1: base -5, again -2. Total 95 - 2 - 5 - 2 = 86.

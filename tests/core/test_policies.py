@@ -3,6 +3,7 @@
 Conventions: [x, y] with y growing downward; discrete_5 actions are RIGHT [1,0], YPLUS [0,1],
 LEFT [-1,0], YMINUS [0,-1], NOOP.
 """
+
 from __future__ import annotations
 
 import jax
@@ -14,27 +15,27 @@ import ppage_jax as pj
 from ppage_jax import policies as P
 
 RIGHT, YPLUS, LEFT, YMINUS, NOOP = range(5)
-WALL = ["..#..",
-        "..#..",
-        "..#..",
-        ".....",
-        "....."]
-CORRIDOR = ["#####",
-            "#####",
-            ".....",
-            "#####",
-            "#####"]
+WALL = ["..#..", "..#..", "..#..", ".....", "....."]
+CORRIDOR = ["#####", "#####", ".....", "#####", "#####"]
 
 
 def map_env(rows, predators=1, prey=1, predator_speed=1, prey_speed=1, **extra):
-    return pj.make(None, {"env.size": len(rows), "env.map": rows,
-                          "agents.predators.count": predators, "agents.preys.count": prey,
-                          "agents.predators.speed": predator_speed,
-                          "agents.preys.speed": prey_speed, **extra})
+    return pj.make(
+        None,
+        {
+            "env.size": len(rows),
+            "env.map": rows,
+            "agents.predators.count": predators,
+            "agents.preys.count": prey,
+            "agents.predators.speed": predator_speed,
+            "agents.preys.speed": prey_speed,
+            **extra,
+        },
+    )
 
 
 def place(env, positions):
-    _, fresh = env.reset(jax.random.PRNGKey(0))      # a fixed map gives fixed obstacles
+    _, fresh = env.reset(jax.random.PRNGKey(0))  # a fixed map gives fixed obstacles
     return env.reset_to(jnp.asarray(positions), fresh.obstacles)
 
 
@@ -49,45 +50,48 @@ def test_bfs_distances_route_around_a_wall():
     env = map_env(WALL)
     _, state = place(env, [[1, 0], [3, 0]])
     dist = np.asarray(P.bfs_distances(env, state.obstacle_map, cells(5, (3, 0))))
-    blocked = 25                                  # obstacles (blocking on) are unreachable
-    np.testing.assert_array_equal(dist, [
-        [9, 8, blocked, 0, 1],
-        [8, 7, blocked, 1, 2],
-        [7, 6, blocked, 2, 3],
-        [6, 5, 4, 3, 4],
-        [7, 6, 5, 4, 5],
-    ])
+    blocked = 25  # obstacles (blocking on) are unreachable
+    np.testing.assert_array_equal(
+        dist,
+        [
+            [9, 8, blocked, 0, 1],
+            [8, 7, blocked, 1, 2],
+            [7, 6, blocked, 2, 3],
+            [6, 5, 4, 3, 4],
+            [7, 6, 5, 4, 5],
+        ],
+    )
 
 
 def test_bfs_without_blocking_walks_through_obstacles():
     env = map_env(WALL, **{"env.dynamics.block_agents_by_obstacles": False})
     _, state = place(env, [[1, 0], [3, 0]])
     dist = np.asarray(P.bfs_distances(env, state.obstacle_map, cells(5, (3, 0))))
-    assert dist[0].tolist() == [3, 2, 1, 0, 1]      # plain Manhattan distance along row 0
+    assert dist[0].tolist() == [3, 2, 1, 0, 1]  # plain Manhattan distance along row 0
 
 
 def test_bfs_multi_source_and_unreachable():
-    env = map_env(["..#..", "..#..", "..#..", "..#..", "..#.."])   # a full wall at x=2
+    env = map_env(["..#..", "..#..", "..#..", "..#..", "..#.."])  # a full wall at x=2
     _, state = place(env, [[0, 0], [4, 4]])
     dist = np.asarray(P.bfs_distances(env, state.obstacle_map, cells(5, (0, 0), (0, 4))))
-    assert dist[:, 0].tolist() == [0, 1, 2, 1, 0]   # nearest of the two sources
-    assert (dist[:, 3:] == 25).all()                 # the other side cannot be reached
+    assert dist[:, 0].tolist() == [0, 1, 2, 1, 0]  # nearest of the two sources
+    assert (dist[:, 3:] == 25).all()  # the other side cannot be reached
 
 
 def test_bfs_with_diagonal_actions():
     env = map_env(["....."] * 5, **{"actions.type": "discrete_9"})
     _, state = place(env, [[0, 0], [4, 4]])
     dist = np.asarray(P.bfs_distances(env, state.obstacle_map, cells(5, (0, 0))))
-    assert dist[4, 4] == 4 and dist[2, 4] == 4 and dist[1, 1] == 1   # Chebyshev distance
+    assert dist[4, 4] == 4 and dist[2, 4] == 4 and dist[1, 1] == 1  # Chebyshev distance
 
 
 def test_chase_takes_the_detour_not_the_manhattan_step():
     env = map_env(WALL)
-    obs, state = place(env, [[1, 0], [3, 0]])        # prey two cells right, behind the wall
+    obs, state = place(env, [[1, 0], [3, 0]])  # prey two cells right, behind the wall
     chase = jax.jit(P.greedy_chase(env))
-    for seed in range(4):                            # the shortest path is unique
+    for seed in range(4):  # the shortest path is unique
         actions = np.asarray(chase(jax.random.PRNGKey(seed), obs, state))
-        assert actions.tolist() == [YPLUS, NOOP]     # prey rows take the no-op
+        assert actions.tolist() == [YPLUS, NOOP]  # prey rows take the no-op
 
 
 def test_chase_runs_through_the_prey_with_speed():
@@ -162,8 +166,9 @@ def test_chase_shortens_every_predators_path_by_one_under_vmap(default_batch):
     policy = P.combine_policies(env, P.greedy_chase(env), P.noop_policy(env))
     keys = jax.random.split(jax.random.PRNGKey(4), obs.shape[0])
     actions = jax.jit(jax.vmap(policy))(keys, obs, states)
-    _, after, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, states, actions,
-                                                                env.default_params)
+    _, after, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        keys, states, actions, env.default_params
+    )
     is_pred = np.asarray(env.is_predator)
     prey_cells = jax.vmap(lambda s: P._cells_of(env, s, ~jnp.asarray(is_pred)))(states)
     dist = jax.vmap(lambda s, src: P.bfs_distances(env, s.obstacle_map, src))(states, prey_cells)
@@ -173,7 +178,7 @@ def test_chase_shortens_every_predators_path_by_one_under_vmap(default_batch):
     before, moved = np.asarray(states.positions)[:, pred], np.asarray(after.positions)[:, pred]
     d0 = d[rows, before[..., 1], before[..., 0]]
     d1 = d[rows, moved[..., 1], moved[..., 0]]
-    reachable = d0 < env.layout.size ** 2
+    reachable = d0 < env.layout.size**2
     assert reachable.mean() > 0.8
     np.testing.assert_array_equal(d1[reachable], d0[reachable] - 1)
     np.testing.assert_array_equal(moved[~reachable], before[~reachable])

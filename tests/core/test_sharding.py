@@ -1,5 +1,6 @@
 """Sharding helpers: a batch split over 4 (forced host) devices gives the single-device
 results; on one device the helpers change nothing."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ppage_jax.sharding import make_mesh, replicate, shard_batch
+from ppage_jax.sharding import (
+    check_divisible,
+    make_mesh,
+    process_rows,
+    replicate,
+    shard_batch,
+    shard_global,
+    to_host,
+)
 
 FOUR_DEVICES = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
@@ -58,10 +67,17 @@ FOUR_DEVICES = textwrap.dedent("""
 
 
 def test_four_host_devices_give_single_device_results():
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=4")
-    out = subprocess.run([sys.executable, "-c", FOUR_DEVICES], capture_output=True, text=True,
-                         env=env, cwd=os.path.dirname(os.path.dirname(__file__)), timeout=300)
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", FOUR_DEVICES],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "FOUR-DEVICE-OK" in out.stdout
 
@@ -83,3 +99,39 @@ def test_shard_batch_names_the_leaf_without_a_batch_axis():
         shard_batch({"ok": jnp.zeros(4), "scalar": jnp.float32(1.0)}, mesh)
     with pytest.raises(ValueError, match="at least one device"):
         make_mesh(devices=[])
+
+
+def test_one_process_holds_every_row_of_the_global_batch():
+    mesh = make_mesh(devices=jax.devices()[:1])
+    assert process_rows(6, mesh) == slice(0, 6)
+    whole = np.arange(12).reshape(6, 2)
+    placed = shard_global({"x": whole}, mesh)
+    assert placed["x"].sharding.spec == jax.sharding.PartitionSpec("batch")
+    host = to_host({"x": placed["x"], "n": jnp.int32(3)})
+    np.testing.assert_array_equal(host["x"], whole)
+    assert isinstance(host["n"], np.ndarray) and int(host["n"]) == 3
+
+
+def test_check_divisible_names_the_device_and_process_count():
+    check_divisible(8, make_mesh(devices=jax.devices()[:1]))
+    four = textwrap.dedent("""
+        import jax
+        from ppage_jax.sharding import check_divisible, make_mesh, process_rows
+        mesh = make_mesh()
+        assert process_rows(8, mesh) == slice(0, 8)
+        try:
+            check_divisible(6, mesh, "num_envs")
+        except ValueError as err:
+            print("ERR", err)
+    """)
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", four], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (
+        "ERR num_envs 6 must be a multiple of the 4 device(s) of the mesh (1 process(es))"
+        in out.stdout
+    )

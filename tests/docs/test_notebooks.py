@@ -1,4 +1,5 @@
 """Every notebook under notebooks/ runs top to bottom (small-size switch PPAGE_SMALL=1)."""
+
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,11 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.i
 
 def test_notebooks_exist():
     assert [p.name for p in NOTEBOOKS] == [
-        "01_quickstart.ipynb", "02_custom_reward.ipynb", "03_reward_ablation.ipynb",
-        "04_train_ippo.ipynb"]
+        "01_quickstart.ipynb",
+        "02_custom_reward.ipynb",
+        "03_reward_ablation.ipynb",
+        "04_train_ippo.ipynb",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -24,9 +28,18 @@ def test_notebook_runs_and_is_stripped(path, monkeypatch):
             assert not cell.outputs and cell.execution_count is None, path.name
     monkeypatch.setenv("PPAGE_SMALL", "1")
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
-    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()  # raises CellExecutionError naming the failing cell
-    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
-              if o.output_type == "error"]
+    errors = [
+        o
+        for c in notebook.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert not errors

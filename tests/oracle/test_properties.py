@@ -11,6 +11,7 @@ captures, every weighted reward term, the reward, both flags, the turn and the o
 
 Default run: 8 groups x 3 examples x 48 trajectories = 1152 trajectories of 10 turns.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 import ppage_jax as pj
 from ppage_jax.oracle.env import ReferenceGridWorld
+from ppage_jax.oracle.translate import oracle_for
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA
 
 TURNS = 10
@@ -63,8 +65,10 @@ class Group:
             "actions.type": self.actions,
             "observations.type": "local_only",
             "observations.params": {},
-            "rewards.shaping": [{"name": "predator_distance", "weight": 0.5},
-                                {"name": "survival", "weight": 1.0}],
+            "rewards.shaping": [
+                {"name": "predator_distance", "weight": 0.5},
+                {"name": "survival", "weight": 1.0},
+            ],
         }
 
 
@@ -95,13 +99,22 @@ class Compiled:
 
             def turn(state, turn_actions):
                 obs, state, reward, term, trunc, info = env.step(
-                    jax.random.key(0), state, turn_actions, params)
+                    jax.random.key(0), state, turn_actions, params
+                )
                 return state, dict(
-                    positions=state.positions, captured=state.captured,
-                    stamina=state.stamina, turn=state.turn,
-                    captures=info["captures"], captures_total=info["captures_total"],
-                    reward_terms=info["reward_terms"], reward=reward, terminated=term,
-                    truncated=trunc, obs=obs, info_captured=info["captured"])
+                    positions=state.positions,
+                    captured=state.captured,
+                    stamina=state.stamina,
+                    turn=state.turn,
+                    captures=info["captures"],
+                    captures_total=info["captures_total"],
+                    reward_terms=info["reward_terms"],
+                    reward=reward,
+                    terminated=term,
+                    truncated=trunc,
+                    obs=obs,
+                    info_captured=info["captured"],
+                )
 
             _, out = jax.lax.scan(turn, state, actions)
             return out
@@ -125,20 +138,21 @@ def compiled(group: Group) -> Compiled:
 class Trajectory:
     """One trajectory's inputs in plain Python/NumPy (what the oracle needs)."""
 
-    positions: np.ndarray     # int[A, 2]
-    obstacles: np.ndarray     # int[K, 2]
-    actions: np.ndarray       # int[TURNS, A]
+    positions: np.ndarray  # int[A, 2]
+    obstacles: np.ndarray  # int[K, 2]
+    actions: np.ndarray  # int[TURNS, A]
     speeds: list
-    stamina: list             # int or None
+    stamina: list  # int or None
     capture_threshold: int
     max_steps: int | None
-    weights: list             # float32-representable, one per term
-    applies_to: list          # one role per term
-    base_params: dict         # base constants and credit
+    weights: list  # float32-representable, one per term
+    applies_to: list  # one role per term
+    base_params: dict  # base constants and credit
 
 
-def draw_trajectory(rng: np.random.Generator, group: Group, env: pj.GridWorld,
-                    knobs: dict) -> Trajectory:
+def draw_trajectory(
+    rng: np.random.Generator, group: Group, env: pj.GridWorld, knobs: dict
+) -> Trajectory:
     size, n_agents, k = group.size, env.num_agents, env.layout.num_obstacles
     cells = size * size
     if rng.random() < knobs["messy_layouts"]:
@@ -146,7 +160,7 @@ def draw_trajectory(rng: np.random.Generator, group: Group, env: pj.GridWorld,
         positions = rng.integers(0, size, (n_agents, 2))
         obstacles = rng.integers(0, size, (k, 2))
     else:  # what reset draws: distinct agent cells, then obstacles on the remaining cells
-        flat = rng.permutation(cells)[:n_agents + k]
+        flat = rng.permutation(cells)[: n_agents + k]
         xy = np.stack([flat % size, flat // size], axis=1)
         positions, obstacles = xy[:n_agents], xy[n_agents:]
     n_actions = env.num_actions
@@ -154,8 +168,10 @@ def draw_trajectory(rng: np.random.Generator, group: Group, env: pj.GridWorld,
     bad = rng.random((TURNS, n_agents)) < knobs["bad_action_rate"]
     actions = np.where(bad, rng.choice([-7, -1, n_actions, n_actions + 3], actions.shape), actions)
     speeds = rng.integers(1, group.max_speed + 1, n_agents).tolist()
-    stamina = [None if rng.random() < knobs["unlimited_rate"] else int(rng.integers(0, 7))
-               for _ in range(n_agents)]
+    stamina = [
+        None if rng.random() < knobs["unlimited_rate"] else int(rng.integers(0, 7))
+        for _ in range(n_agents)
+    ]
     capture_threshold = int(rng.integers(0, group.n_prey + 2))
     max_steps = None if rng.random() < 0.3 else int(rng.integers(1, TURNS + 2))
 
@@ -173,9 +189,18 @@ def draw_trajectory(rng: np.random.Generator, group: Group, env: pj.GridWorld,
         "obstacle_penalty": number(200.0, -100.0, 300.0),
         "credit": str(rng.choice(CREDIT)),
     }
-    return Trajectory(positions.astype(np.int32), obstacles.astype(np.int32),
-                      actions.astype(np.int32), speeds, stamina, capture_threshold, max_steps,
-                      weights, applies_to, base_params)
+    return Trajectory(
+        positions.astype(np.int32),
+        obstacles.astype(np.int32),
+        actions.astype(np.int32),
+        speeds,
+        stamina,
+        capture_threshold,
+        max_steps,
+        weights,
+        applies_to,
+        base_params,
+    )
 
 
 def batch_params(env: pj.GridWorld, trajs: list[Trajectory]) -> pj.EnvParams:
@@ -184,50 +209,38 @@ def batch_params(env: pj.GridWorld, trajs: list[Trajectory]) -> pj.EnvParams:
     masks = {"predator": is_pred, "prey": ~is_pred, "all": np.ones_like(is_pred)}
     base = {
         key: np.asarray([t.base_params[key] for t in trajs], np.float32)
-        for key in ("capture_reward", "captured_penalty", "step_cost", "obstacle_penalty")}
+        for key in ("capture_reward", "captured_penalty", "step_cost", "obstacle_penalty")
+    }
     base["credit"] = np.asarray([CREDIT.index(t.base_params["credit"]) for t in trajs], np.int32)
     default = env.default_params
-    params = pj.EnvParams(
+    params = default.replace(  # replace, not rebuild: the static metadata stays the env's
         speeds=np.asarray([t.speeds for t in trajs], np.int32),
-        stamina=np.asarray([[UNLIMITED_STAMINA if s is None else s for s in t.stamina]
-                            for t in trajs], np.int32),
+        stamina=np.asarray(
+            [[UNLIMITED_STAMINA if s is None else s for s in t.stamina] for t in trajs], np.int32
+        ),
         capture_threshold=np.asarray([t.capture_threshold for t in trajs], np.int32),
-        max_steps=np.asarray([NO_TRUNCATION if t.max_steps is None else t.max_steps
-                              for t in trajs], np.int32),
-        reward=pj.RewardParams(
+        max_steps=np.asarray(
+            [NO_TRUNCATION if t.max_steps is None else t.max_steps for t in trajs], np.int32
+        ),
+        reward=default.reward.replace(
             weights=np.asarray([t.weights for t in trajs], np.float32),
-            role_masks=np.asarray([[masks[r] for r in t.applies_to] for t in trajs],
-                                  np.float32),
+            role_masks=np.asarray([[masks[r] for r in t.applies_to] for t in trajs], np.float32),
             term_params={"base": base, "predator_distance": {}, "survival": {}},
             gamma=np.full(len(trajs), float(default.reward.gamma), np.float32),
         ),
     )
     # Same tree structure and leaf dtypes as the env's own params (so no silent recompile).
     assert jax.tree.structure(params) == jax.tree.structure(default)
-    for ours, theirs in zip(jax.tree.leaves(params), jax.tree.leaves(default)):
+    for ours, theirs in zip(jax.tree.leaves(params), jax.tree.leaves(default), strict=True):
         assert ours.dtype == theirs.dtype and ours.shape[1:] == theirs.shape
     return jax.tree.map(jnp.asarray, params)
-
-
-def oracle_for(group: Group, env: pj.GridWorld, t: Trajectory) -> ReferenceGridWorld:
-    return ReferenceGridWorld(
-        size=group.size, n_predators=group.n_predators, n_prey=group.n_prey,
-        speeds=t.speeds, stamina=t.stamina, allow_cell_sharing=group.sharing,
-        block_agents_by_obstacles=group.blocking, capture_threshold=t.capture_threshold,
-        max_steps=t.max_steps, action_table=np.asarray(env.action_table),
-        reward_terms=[
-            {"name": name, "weight": w, "applies_to": role,
-             "params": t.base_params if name == "base" else {}}
-            for name, w, role in zip(TERMS, t.weights, t.applies_to)],
-        num_obstacles=env.layout.num_obstacles)
 
 
 # ---------------------------------------------------------------------------- comparing
 
 
-def compare(group: Group, env: pj.GridWorld, t: Trajectory, out: dict, where: str) -> None:
+def compare(oracle: ReferenceGridWorld, t: Trajectory, out: dict, where: str) -> None:
     """Replay one trajectory in the oracle and check every JAX output of every turn."""
-    oracle = oracle_for(group, env, t)
     state = oracle.reset_to(t.positions, t.obstacles)
     for turn in range(TURNS):
         state, reward, terms, terminated, truncated, info = oracle.step(state, t.actions[turn])
@@ -242,35 +255,50 @@ def compare(group: Group, env: pj.GridWorld, t: Trajectory, out: dict, where: st
         assert int(out["captures_total"][turn]) == state.captures_total, at
         assert bool(out["terminated"][turn]) == terminated, at
         assert bool(out["truncated"][turn]) == truncated, at
-        np.testing.assert_allclose(out["reward_terms"][turn], terms, rtol=1e-5, atol=1e-3,
-                                   err_msg=at)
-        np.testing.assert_allclose(out["reward"][turn], reward, rtol=1e-5, atol=1e-3,
-                                   err_msg=at)
+        np.testing.assert_allclose(
+            out["reward_terms"][turn], terms, rtol=1e-5, atol=1e-3, err_msg=at
+        )
+        np.testing.assert_allclose(out["reward"][turn], reward, rtol=1e-5, atol=1e-3, err_msg=at)
         expected_obs = np.concatenate([state.positions, state.captured[:, None]], axis=1)
         np.testing.assert_array_equal(out["obs"][turn], expected_obs.astype(np.float32), at)
 
 
-KNOBS = st.fixed_dictionaries({
-    "messy_layouts": st.sampled_from([0.0, 0.2, 0.5]),
-    "bad_action_rate": st.sampled_from([0.0, 0.05, 0.3]),
-    "unlimited_rate": st.sampled_from([0.2, 0.5, 1.0]),
-})
+KNOBS = st.fixed_dictionaries(
+    {
+        "messy_layouts": st.sampled_from([0.0, 0.2, 0.5]),
+        "bad_action_rate": st.sampled_from([0.0, 0.05, 0.3]),
+        "unlimited_rate": st.sampled_from([0.2, 0.5, 1.0]),
+    }
+)
 
 
 @pytest.mark.parametrize("group", GROUPS, ids=[g.name for g in GROUPS])
-@settings(max_examples=EXAMPLES_PER_GROUP, derandomize=True, deadline=None, database=None,
-          suppress_health_check=list(HealthCheck),
-          phases=(Phase.explicit, Phase.generate))  # a failure names its seed; no shrinking
+@settings(
+    max_examples=EXAMPLES_PER_GROUP,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate),
+)  # a failure names its seed; no shrinking
 @given(seed=st.integers(0, 2**32 - 1), knobs=KNOBS)
 def test_jax_step_matches_oracle(group: Group, seed: int, knobs: dict):
     sim = compiled(group)
     rng = np.random.default_rng(seed)
     trajs = [draw_trajectory(rng, group, sim.env, knobs) for _ in range(BATCH)]
-    out = sim.run(jnp.asarray(np.stack([t.positions for t in trajs])),
-                  jnp.asarray(np.stack([t.obstacles for t in trajs]).reshape(BATCH, -1, 2)),
-                  jnp.asarray(np.stack([t.actions for t in trajs])),
-                  batch_params(sim.env, trajs))
-    out = jax.tree.map(np.asarray, out)
+    params = batch_params(sim.env, trajs)
+    out = sim.run(
+        jnp.asarray(np.stack([t.positions for t in trajs])),
+        jnp.asarray(np.stack([t.obstacles for t in trajs]).reshape(BATCH, -1, 2)),
+        jnp.asarray(np.stack([t.actions for t in trajs])),
+        params,
+    )
+    out, params = jax.tree.map(np.asarray, (out, params))
     for i, t in enumerate(trajs):
-        compare(group, sim.env, t, {k: v[i] for k, v in out.items()},
-                f"group {group.name}, seed {seed}, knobs {knobs}, trajectory {i}")
+        oracle = oracle_for(sim.env, jax.tree.map(lambda x, i=i: x[i], params))
+        compare(
+            oracle,
+            t,
+            {k: v[i] for k, v in out.items()},
+            f"group {group.name}, seed {seed}, knobs {knobs}, trajectory {i}",
+        )

@@ -3,6 +3,7 @@
 Terminal handling on hand-built turns, and the telescoping invariant on random rollouts:
 sum_t gamma^t F_t = -phi(s_0) + gamma^T * phi(s_T) * (1 - terminated).
 """
+
 from __future__ import annotations
 
 import functools
@@ -11,19 +12,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reward_testing import LEFT, NOOP, RIGHT, YMINUS, env_a, env_b, run_turn, with_terms
 
 import ppage_jax as pj
 from ppage_jax.rewards.compose import RewardComposer, term_entries
-from reward_testing import (
-    LEFT, NOOP, RIGHT, YMINUS, env_a, env_b, run_turn, with_terms)
 
 GAMMA = 0.99
-PILE_ON = dict(positions=[[1, 1], [3, 1], [4, 4], [2, 1], [0, 4]],
-               actions=[RIGHT, LEFT, NOOP, NOOP, NOOP], obstacles=[[0, 0], [4, 0]])
+PILE_ON = dict(
+    positions=[[1, 1], [3, 1], [4, 4], [2, 1], [0, 4]],
+    actions=[RIGHT, LEFT, NOOP, NOOP, NOOP],
+    obstacles=[[0, 0], [4, 0]],
+)
 # phi(s):  potential_distance [-1, -1, -4, 0, 0]; potential_prey_distance [0, 0, 0, 1, 4]
 # phi(s'): potential_distance [-5, -5, -4, 0, 0]; potential_prey_distance [0, 0, 0, 0, 4]
-QUIET = dict(positions=[[1, 1], [1, 3], [4, 4], [2, 2], [0, 4]],
-             actions=[NOOP, YMINUS, NOOP, NOOP, NOOP], obstacles=[[0, 0], [4, 0]])
+QUIET = dict(
+    positions=[[1, 1], [1, 3], [4, 4], [2, 2], [0, 4]],
+    actions=[NOOP, YMINUS, NOOP, NOOP, NOOP],
+    obstacles=[[0, 0], [4, 0]],
+)
 # phi(s):  potential_distance [-2, -2, -4, 0, 0]; potential_prey_distance [0, 0, 0, 2, 2]
 # phi(s'): potential_distance [-2, -1, -4, 0, 0]; potential_prey_distance [0, 0, 0, 1, 3]
 
@@ -48,8 +54,9 @@ def test_truncation_keeps_phi_of_the_final_state():
     _, terminated, truncated, terms = run_turn(env, params=params, **QUIET)
     assert (terminated, truncated) == (False, True)
     predator, prey = potentials_of(terms)
-    np.testing.assert_allclose(predator, [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -4 + 4, 0, 0],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        predator, [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -4 + 4, 0, 0], atol=1e-5
+    )
     np.testing.assert_allclose(prey, [0, 0, 0, GAMMA * 1 - 2, GAMMA * 3 - 2], atol=1e-5)
 
 
@@ -65,8 +72,9 @@ def test_termination_wins_when_both_flags_are_set():
 
 def test_potential_is_paid_once_per_turn_not_per_substep():
     env = env_b()  # prey speed 2: two sub-steps per turn
-    _, _, _, terms = run_turn(env, [[0, 0], [5, 5], [2, 0], [0, 5]],
-                              [NOOP, NOOP, RIGHT, NOOP], [[5, 0], [3, 3], [0, 3]])
+    _, _, _, terms = run_turn(
+        env, [[0, 0], [5, 5], [2, 0], [0, 5]], [NOOP, NOOP, RIGHT, NOOP], [[5, 0], [3, 3], [0, 3]]
+    )
     # prey_1 runs (2,0) -> (3,0) -> (4,0); its nearest predator is predator_1 at (0,0).
     np.testing.assert_allclose(terms["prey_distance"][2], 3.0 + 4.0)  # per sub-step: summed
     np.testing.assert_allclose(terms["potential_prey_distance"][2], GAMMA * 4 - 2, atol=1e-5)
@@ -82,13 +90,16 @@ def test_one_argument_potential_and_applies_to():
         return state.positions[:, 0].astype(jnp.float32)
 
     try:
-        rewards = {"base": {"enabled": False, "weight": 1.0, "params": {}},
-                   "shaping": [{"name": "test_potential_x", "weight": 2.0}]}
+        rewards = {
+            "base": {"enabled": False, "weight": 1.0, "params": {}},
+            "shaping": [{"name": "test_potential_x", "weight": 2.0}],
+        }
         env = env_a()
         composer = RewardComposer(term_entries(rewards), env.layout)
         params = composer.default_params(0.5)
-        _, start = env.reset_to(jnp.asarray([[0, 0], [1, 0], [2, 0], [3, 0], [4, 4]]),
-                                jnp.zeros((2, 2), jnp.int32))
+        _, start = env.reset_to(
+            jnp.asarray([[0, 0], [1, 0], [2, 0], [3, 0], [4, 4]]), jnp.asarray([[0, 4], [1, 4]])
+        )
         end = start.replace(positions=start.positions.at[:, 0].add(-1).clip(0))
         shaped = composer.turn(start, end, jnp.asarray(False), params)
         # prey only (default role): 2 * (0.5 * x' - x) with x = 3, 4 and x' = 2, 3.
@@ -103,7 +114,7 @@ def test_one_argument_potential_and_applies_to():
 NUM_ENVS = 64
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scan_rollout(env: pj.GridWorld, num_turns: int):
     """jit: random actions, no auto-reset; per turn the weighted terms, flags, phi(s_t+1) and
     the episode-stats `finished` dict; plus phi(s_0)."""
@@ -112,7 +123,8 @@ def scan_rollout(env: pj.GridWorld, num_turns: int):
     def run(key, params):
         k_reset, k_turns = jax.random.split(key)
         _, state = jax.vmap(env.reset, in_axes=(0, None))(
-            jax.random.split(k_reset, NUM_ENVS), params)
+            jax.random.split(k_reset, NUM_ENVS), params
+        )
         phi0 = jax.vmap(phi, in_axes=(0, None))(state, params)
         stats = pj.episode_stats_init(env, (NUM_ENVS,))
 
@@ -120,12 +132,17 @@ def scan_rollout(env: pj.GridWorld, num_turns: int):
             state, stats = carry
             actions = jax.random.randint(k, (NUM_ENVS, env.num_agents), 0, env.num_actions)
             _, state, _, term, trunc, info = jax.vmap(env.step, in_axes=(None, 0, 0, None))(
-                k, state, actions, params)
-            stats, finished = pj.episode_stats_update(stats, info, term, trunc,
-                                                      params.reward.gamma)
-            out = {"terms": info["reward_terms"], "terminated": term, "truncated": trunc,
-                   "phi": jax.vmap(phi, in_axes=(0, None))(state, params),
-                   "captures_total": info["captures_total"], "finished": finished}
+                k, state, actions, params
+            )
+            stats, finished = pj.episode_stats_update(stats, info, term, trunc, params.reward.gamma)
+            out = {
+                "terms": info["reward_terms"],
+                "terminated": term,
+                "truncated": trunc,
+                "phi": jax.vmap(phi, in_axes=(0, None))(state, params),
+                "captures_total": info["captures_total"],
+                "finished": finished,
+            }
             return (state, stats), out
 
         _, outs = jax.lax.scan(turn, (state, stats), jax.random.split(k_turns, num_turns))
@@ -137,12 +154,19 @@ def scan_rollout(env: pj.GridWorld, num_turns: int):
 @pytest.mark.parametrize("gamma, weights", [(0.99, (1.0, 1.0)), (0.8, (0.5, -2.0))])
 def test_discounted_shaping_telescopes_on_random_rollouts(gamma, weights):
     env = env_b()  # max_steps 8; one capture of two prey ends it, so phi(s_T) != 0 there
-    params = with_terms(env, env.default_params, gamma=gamma, capture_threshold=1, weights={
-        "potential_distance": weights[0], "potential_prey_distance": weights[1]})
+    params = with_terms(
+        env,
+        env.default_params,
+        gamma=gamma,
+        capture_threshold=1,
+        weights={"potential_distance": weights[0], "potential_prey_distance": weights[1]},
+    )
     phi0, outs = jax.tree.map(np.asarray, scan_rollout(env, 8)(jax.random.PRNGKey(3), params))
     cols = [env.reward_terms.index(n) for n in ("potential_distance", "potential_prey_distance")]
-    scale = (np.asarray(params.reward.weights)[cols][None, :]
-             * np.asarray(params.reward.role_masks)[cols].T)  # [A, 2]
+    scale = (
+        np.asarray(params.reward.weights)[cols][None, :]
+        * np.asarray(params.reward.role_masks)[cols].T
+    )  # [A, 2]
     done = outs["terminated"] | outs["truncated"]  # [turns, envs]
     assert done[-1].all()
     seen = {"terminated_far": 0, "truncated_far": 0}
@@ -151,7 +175,7 @@ def test_discounted_shaping_telescopes_on_random_rollouts(gamma, weights):
         terminated = bool(outs["terminated"][T - 1, e])
         discounts = gamma ** np.arange(T)
         shaping = (discounts[:, None, None] * outs["terms"][:T, e][..., cols]).sum(0)
-        final = 0.0 if terminated else gamma ** T * outs["phi"][T - 1, e][:, cols]
+        final = 0.0 if terminated else gamma**T * outs["phi"][T - 1, e][:, cols]
         expected = (-phi0[e][:, cols] + final) * scale
         np.testing.assert_allclose(shaping, expected, rtol=1e-5, atol=1e-4)
         # The episode statistics report the same discounted return, per unit weight too.
@@ -159,11 +183,13 @@ def test_discounted_shaping_telescopes_on_random_rollouts(gamma, weights):
         assert finished["done"] and finished["length"] == T
         assert finished["terminated"] == terminated
         assert finished["captures"] == outs["captures_total"][T - 1, e]
-        np.testing.assert_allclose(finished["discounted_returns"][:, cols], shaping,
-                                   rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(
+            finished["discounted_returns"][:, cols], shaping, rtol=1e-5, atol=1e-4
+        )
         unit = np.where(scale != 0, expected / np.where(scale == 0, 1, scale), 0)
-        np.testing.assert_allclose(finished["unit_discounted_returns"][:, cols], unit,
-                                   rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(
+            finished["unit_discounted_returns"][:, cols], unit, rtol=1e-5, atol=1e-4
+        )
         far = bool(np.abs(outs["phi"][T - 1, e][:, cols] * scale).max() > 0)
         seen["terminated_far" if terminated else "truncated_far"] += far
     # Both endings occur with phi(s_T) != 0, so zeroing phi on truncation, or not zeroing it

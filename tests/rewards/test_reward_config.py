@@ -1,5 +1,6 @@
 """rewards.yaml: every bad case is a clear error; the registry's own errors; the four PPAGE
 ablation conditions under configs/ablation/, and the same ablation as one vmapped program."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,67 +46,125 @@ def expect_error(tmp_path, rewards: dict, key: str, *phrases: str) -> pj.ConfigE
 
 
 def test_base_under_shaping_explains_the_double_count(tmp_path):
-    expect_error(tmp_path, {"shaping": [{"name": "survival"}, {"name": "base"}]},
-                 "rewards.shaping[1].name", "base.enabled", "twice")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "survival"}, {"name": "base"}]},
+        "rewards.shaping[1].name",
+        "base.enabled",
+        "twice",
+    )
 
 
 def test_unknown_term_lists_the_known_terms(tmp_path):
-    err = expect_error(tmp_path, {"shaping": [{"name": "prey_distanse", "weight": 1.0}]},
-                       "rewards.shaping[0].name", "unknown reward term")
-    for name in ("predator_distance", "prey_distance", "capture_proximity",
-                 "potential_distance", "potential_prey_distance"):
+    err = expect_error(
+        tmp_path,
+        {"shaping": [{"name": "prey_distanse", "weight": 1.0}]},
+        "rewards.shaping[0].name",
+        "unknown reward term",
+    )
+    for name in (
+        "predator_distance",
+        "prey_distance",
+        "capture_proximity",
+        "potential_distance",
+        "potential_prey_distance",
+    ):
         assert name in str(err)
 
 
 def test_unknown_param_lists_the_terms_params(tmp_path):
-    expect_error(tmp_path, {"shaping": [{"name": "capture_proximity",
-                                         "params": {"radious": 2.0}}]},
-                 "rewards.shaping[0].params.radious", "unknown param", "radius")
-    expect_error(tmp_path, {"base": {"enabled": True, "weight": 1.0,
-                                     "params": {"capture_bonus": 5.0}}},
-                 "rewards.base.params.capture_bonus", "capture_reward")
-    expect_error(tmp_path, {"shaping": [{"name": "survival", "params": {"rate": 1.0}}]},
-                 "rewards.shaping[0].params.rate", "its params: []")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "capture_proximity", "params": {"radious": 2.0}}]},
+        "rewards.shaping[0].params.radious",
+        "unknown param",
+        "radius",
+    )
+    expect_error(
+        tmp_path,
+        {"base": {"enabled": True, "weight": 1.0, "params": {"capture_bonus": 5.0}}},
+        "rewards.base.params.capture_bonus",
+        "capture_reward",
+    )
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "survival", "params": {"rate": 1.0}}]},
+        "rewards.shaping[0].params.rate",
+        "its params: []",
+    )
 
 
 @pytest.mark.parametrize("value", ["far", True, float("nan")])
 def test_bad_param_values(tmp_path, value):
-    expect_error(tmp_path, {"shaping": [{"name": "capture_proximity",
-                                         "params": {"radius": value}}]},
-                 "rewards.shaping[0].params.radius", "finite number")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "capture_proximity", "params": {"radius": value}}]},
+        "rewards.shaping[0].params.radius",
+        "finite number",
+    )
 
 
 def test_bad_credit_mode_lists_the_modes(tmp_path):
-    expect_error(tmp_path, {"base": {"enabled": True, "weight": 1.0,
-                                     "params": {"credit": "half"}}},
-                 "rewards.base.params.credit", "'full', 'split', 'team'")
+    expect_error(
+        tmp_path,
+        {"base": {"enabled": True, "weight": 1.0, "params": {"credit": "half"}}},
+        "rewards.base.params.credit",
+        "'full', 'split', 'team'",
+    )
 
 
 def test_bad_applies_to_lists_the_roles(tmp_path):
-    expect_error(tmp_path, {"shaping": [{"name": "survival", "applies_to": "wolves"}]},
-                 "rewards.shaping[0].applies_to", "'predator', 'prey', 'all'")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "survival", "applies_to": "wolves"}]},
+        "rewards.shaping[0].applies_to",
+        "'predator', 'prey', 'all'",
+    )
 
 
 @pytest.mark.parametrize("weight", ["heavy", None, True, float("inf")])
 def test_bad_weight(tmp_path, weight):
-    expect_error(tmp_path, {"shaping": [{"name": "survival", "weight": weight}]},
-                 "rewards.shaping[0].weight", "finite number")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "survival", "weight": weight}]},
+        "rewards.shaping[0].weight",
+        "finite number",
+    )
 
 
 def test_bad_shaping_entries(tmp_path):
-    expect_error(tmp_path, {"shaping": [{"name": "survival", "scale": 2.0}]},
-                 "rewards.shaping[0].scale", "unknown key", "applies_to")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "survival", "scale": 2.0}]},
+        "rewards.shaping[0].scale",
+        "unknown key",
+        "applies_to",
+    )
     expect_error(tmp_path, {"shaping": ["survival"]}, "rewards.shaping[0]", "'name'")
-    expect_error(tmp_path, {"shaping": [{"name": "survival"}, {"name": "survival"}]},
-                 "rewards.shaping[1].name", "twice")
+    expect_error(
+        tmp_path,
+        {"shaping": [{"name": "survival"}, {"name": "survival"}]},
+        "rewards.shaping[1].name",
+        "twice",
+    )
     expect_error(tmp_path, {"gamma": 1.5}, "rewards.gamma", "[0, 1]")
 
 
 def test_good_rewards_yaml_reaches_the_traced_params(tmp_path):
-    cfg = load_rewards(tmp_path, {"shaping": [
-        {"name": "capture_proximity", "weight": -0.25, "params": {"radius": 2},
-         "applies_to": "prey"},
-        {"name": "potential_distance", "weight": 3}]})
+    cfg = load_rewards(
+        tmp_path,
+        {
+            "shaping": [
+                {
+                    "name": "capture_proximity",
+                    "weight": -0.25,
+                    "params": {"radius": 2},
+                    "applies_to": "prey",
+                },
+                {"name": "potential_distance", "weight": 3},
+            ]
+        },
+    )
     env = pj.make(cfg)
     assert env.reward_terms == ("base", "capture_proximity", "potential_distance")
     reward = env.default_params.reward
@@ -153,9 +212,11 @@ def test_ablation_dirs_are_full_configs_differing_only_in_rewards():
         assert files == default, name
         for file in files:
             if file != "rewards.yaml":
-                assert (ABLATION / name / file).read_text() == \
-                    (ROOT / "configs" / "default" / file).read_text(), \
+                assert (ABLATION / name / file).read_text() == (
+                    ROOT / "configs" / "default" / file
+                ).read_text(), (
                     f"configs/ablation/{name}/{file} differs from configs/default/{file}: copy it"
+                )
 
 
 def test_ablation_conditions_load_and_step_and_equal_one_vmapped_program(ablation_envs):
@@ -164,13 +225,20 @@ def test_ablation_conditions_load_and_step_and_equal_one_vmapped_program(ablatio
     _, state = jax.jit(both.reset)(key)  # the layout does not depend on the rewards
     actions = jnp.asarray(np.arange(both.num_agents) % both.num_actions, jnp.int32)
     # The four conditions as weight vectors of the `both` env: one compiled, vmapped step.
-    stacked = jax.tree.map(lambda *x: jnp.stack(x), *[
-        both.with_weights(both.default_params,
-                          predator_distance=0.5 * ("predator_distance" in terms),
-                          survival=1.0 * ("survival" in terms))
-        for terms in CONDITIONS.values()])
+    stacked = jax.tree.map(
+        lambda *x: jnp.stack(x),
+        *[
+            both.with_weights(
+                both.default_params,
+                predator_distance=0.5 * ("predator_distance" in terms),
+                survival=1.0 * ("survival" in terms),
+            )
+            for terms in CONDITIONS.values()
+        ],
+    )
     vmapped = jax.jit(jax.vmap(both.step, in_axes=(None, None, None, 0)))(
-        key, state, actions, stacked)
+        key, state, actions, stacked
+    )
     for i, (name, terms) in enumerate(CONDITIONS.items()):
         env = ablation_envs[name]
         assert env.reward_terms == terms
@@ -181,14 +249,13 @@ def test_ablation_conditions_load_and_step_and_equal_one_vmapped_program(ablatio
     assert not np.allclose(vmapped[2][0], vmapped[2][3])  # the conditions differ
 
 
-def test_readme_reward_term_example_runs(capsys):
+def test_docs_reward_term_example_runs(capsys):
     import re
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Writing a reward term"):]
-    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    page = (ROOT / "docs" / "rewards.md").read_text()
+    example = re.search(r"```python\n(.*?)```", page, re.S).group(1)
     try:
-        exec(compile(example, "README.md", "exec"), {})
+        exec(compile(example, "docs/rewards.md", "exec"), {})
     finally:
         pj.rewards.unregister_reward("corner_fear")
     printed = capsys.readouterr().out

@@ -4,6 +4,7 @@ Conventions: positions [x, y], y grows downward; discrete_5 actions RIGHT [1,0],
 LEFT [-1,0], YMINUS [0,-1], NOOP. Agents: predator_1..3, then prey_1..2 (shape A).
 Every test in this file reuses one compiled step per shape (values vary as traced params).
 """
+
 from __future__ import annotations
 
 import jax
@@ -11,10 +12,22 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from reward_testing import (
-    LEFT, NOOP, RIGHT, TERMS, YMINUS, env_a, env_b, jit_step, oracle_for, random_params,
-    run_turn, with_terms)
+    LEFT,
+    NOOP,
+    RIGHT,
+    TERMS,
+    YMINUS,
+    env_a,
+    env_b,
+    jit_reset_to,
+    jit_step,
+    random_params,
+    run_turn,
+    with_terms,
+)
+
+from ppage_jax.oracle.translate import oracle_for
 
 GAMMA = 0.99
 CORNERS = [[0, 0], [4, 0]]  # two obstacles no agent touches
@@ -30,15 +43,21 @@ def test_env_configures_every_shipped_term_in_order():
 
 
 # ------------------------------------------------------------ two predators on one cell
-PILE_ON = dict(positions=[[1, 1], [3, 1], [4, 4], [2, 1], [0, 4]],
-               actions=[RIGHT, LEFT, NOOP, NOOP, NOOP], obstacles=CORNERS)
+PILE_ON = dict(
+    positions=[[1, 1], [3, 1], [4, 4], [2, 1], [0, 4]],
+    actions=[RIGHT, LEFT, NOOP, NOOP, NOOP],
+    obstacles=CORNERS,
+)
 
 
-@pytest.mark.parametrize("credit, expected", [
-    ("full", [95.0, 95.0, -5.0, -100.0, 0.0]),    # PPAGE: each predator on the cell: +100
-    ("split", [45.0, 45.0, -5.0, -100.0, 0.0]),   # 100 shared by the two predators
-    ("team", [95.0, 95.0, 95.0, -100.0, 0.0]),    # every predator, per prey captured
-])
+@pytest.mark.parametrize(
+    "credit, expected",
+    [
+        ("full", [95.0, 95.0, -5.0, -100.0, 0.0]),  # PPAGE: each predator on the cell: +100
+        ("split", [45.0, 45.0, -5.0, -100.0, 0.0]),  # 100 shared by the two predators
+        ("team", [95.0, 95.0, 95.0, -100.0, 0.0]),  # every predator, per prey captured
+    ],
+)
 def test_base_credit_modes_two_predators_on_one_cell(credit, expected):
     env = env_a()
     params = with_terms(env, env.default_params, term_params={"base": {"credit": credit}})
@@ -57,24 +76,26 @@ def test_shaping_terms_after_a_capture_use_uncaptured_prey_only():
     assert_term(terms, "prey_distance", [0.0, 0.0, 0.0, 0.0, 4.0])  # prey_2 to predator_3
     assert_term(terms, "capture_proximity", [0.0] * 5)  # nobody within radius 1
     # Potentials, once per turn: phi(s) = [-1, -1, -4 | 1, 4], phi(s') = [-5, -5, -4 | 0, 4].
-    assert_term(terms, "potential_distance",
-                [GAMMA * -5 + 1, GAMMA * -5 + 1, GAMMA * -4 + 4, 0.0, 0.0])
+    assert_term(
+        terms, "potential_distance", [GAMMA * -5 + 1, GAMMA * -5 + 1, GAMMA * -4 + 4, 0.0, 0.0]
+    )
     assert_term(terms, "potential_prey_distance", [0.0, 0.0, 0.0, -1.0, GAMMA * 4 - 4])
 
 
 def test_capture_proximity_radius_is_a_traced_param():
     env = env_a()
-    params = with_terms(env, env.default_params,
-                        term_params={"capture_proximity": {"radius": 4.0}})
+    params = with_terms(env, env.default_params, term_params={"capture_proximity": {"radius": 4.0}})
     _, _, _, terms = run_turn(env, params=params, **PILE_ON)
     # predator_3 at (4,4) is 4 from prey_2 at (0,4): +1 to it, -1 to prey_2.
     assert_term(terms, "capture_proximity", [0.0, 0.0, 1.0, 0.0, -1.0])
 
 
 # ------------------------------------------------------------ obstacles, params, weights
-OBSTACLE_TURN = dict(positions=[[1, 1], [1, 3], [4, 4], [2, 2], [0, 4]],
-                     actions=[NOOP, NOOP, YMINUS, NOOP, YMINUS],
-                     obstacles=[[4, 3], [0, 3]])  # predator_3 and prey_2 step onto them
+OBSTACLE_TURN = dict(
+    positions=[[1, 1], [1, 3], [4, 4], [2, 2], [0, 4]],
+    actions=[NOOP, NOOP, YMINUS, NOOP, YMINUS],
+    obstacles=[[4, 3], [0, 3]],
+)  # predator_3 and prey_2 step onto them
 
 
 def test_every_term_on_an_obstacle_layout():
@@ -86,46 +107,67 @@ def test_every_term_on_an_obstacle_layout():
     assert_term(terms, "prey_distance", [0.0, 0.0, 0.0, 2.0, 1.0])
     assert_term(terms, "capture_proximity", [0.0, 1.0, 0.0, 0.0, -1.0])
     # phi(s) = [-2, -2, -4 | 2, 2]; phi(s') = [-2, -1, -3 | 2, 1].
-    assert_term(terms, "potential_distance",
-                [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -3 + 4, 0.0, 0.0])
-    assert_term(terms, "potential_prey_distance",
-                [0.0, 0.0, 0.0, GAMMA * 2 - 2, GAMMA * 1 - 2])
+    assert_term(
+        terms, "potential_distance", [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -3 + 4, 0.0, 0.0]
+    )
+    assert_term(terms, "potential_prey_distance", [0.0, 0.0, 0.0, GAMMA * 2 - 2, GAMMA * 1 - 2])
 
 
 def test_base_params_weights_and_gamma_are_traced():
     env = env_a()
     params = with_terms(
-        env, env.default_params,
+        env,
+        env.default_params,
         weights={"base": 2.0, "survival": -3.0, "potential_distance": 0.5},
-        term_params={"base": {"capture_reward": 10.0, "step_cost": 1.0,
-                              "captured_penalty": 3.0, "obstacle_penalty": 7.0}},
-        gamma=0.5)
+        term_params={
+            "base": {
+                "capture_reward": 10.0,
+                "step_cost": 1.0,
+                "captured_penalty": 3.0,
+                "obstacle_penalty": 7.0,
+            }
+        },
+        gamma=0.5,
+    )
     _, _, _, terms = run_turn(env, params=params, **OBSTACLE_TURN)
     assert_term(terms, "base", [-2.0, -2.0, -16.0, 0.0, -14.0])
     assert_term(terms, "survival", [0.0, 0.0, 0.0, -3.0, -3.0])
-    assert_term(terms, "potential_distance",
-                [0.5 * (0.5 * -2 + 2), 0.5 * (0.5 * -1 + 2), 0.5 * (0.5 * -3 + 4), 0.0, 0.0])
+    assert_term(
+        terms,
+        "potential_distance",
+        [0.5 * (0.5 * -2 + 2), 0.5 * (0.5 * -1 + 2), 0.5 * (0.5 * -3 + 4), 0.0, 0.0],
+    )
     # Captures pay the traced constants too (split among two predators).
     params = with_terms(env, params, term_params={"base": {"credit": "split"}})
     _, _, _, terms = run_turn(env, params=params, **PILE_ON)
     assert_term(terms, "base", [2 * (5.0 - 1.0), 2 * (5.0 - 1.0), -2.0, -6.0, 0.0])
 
 
-@pytest.mark.parametrize("credit, expected", [
-    ("full", [95.0, -5.0, -5.0]), ("split", [95.0, -5.0, -5.0]), ("team", [195.0] * 3)])
+@pytest.mark.parametrize(
+    "credit, expected",
+    [("full", [95.0, -5.0, -5.0]), ("split", [95.0, -5.0, -5.0]), ("team", [195.0] * 3)],
+)
 def test_two_prey_caught_in_one_substep(credit, expected):
     env = env_a()
     params = with_terms(env, env.default_params, term_params={"base": {"credit": credit}})
-    _, _, _, terms = run_turn(env, [[1, 1], [4, 4], [0, 4], [2, 1], [2, 1]],
-                              [RIGHT, NOOP, NOOP, NOOP, NOOP], CORNERS, params)
+    _, _, _, terms = run_turn(
+        env,
+        [[1, 1], [4, 4], [0, 4], [2, 1], [2, 1]],
+        [RIGHT, NOOP, NOOP, NOOP, NOOP],
+        CORNERS,
+        params,
+    )
     assert_term(terms, "base", expected + [-100.0, -100.0])
 
 
 def test_applies_to_overrides_mask_roles():
     env = env_a()
     masks = np.asarray(env.default_params.reward.role_masks)
-    params = env.default_params.replace(reward=env.default_params.reward.replace(
-        role_masks=masks * 0 + np.asarray(env.is_predator, np.float32)))  # all: predators
+    params = env.default_params.replace(
+        reward=env.default_params.reward.replace(
+            role_masks=masks * 0 + np.asarray(env.is_predator, np.float32)
+        )
+    )  # all: predators
     _, _, _, terms = run_turn(env, params=params, **OBSTACLE_TURN)
     assert_term(terms, "base", [-5.0, -5.0, -205.0, 0.0, 0.0])
     assert_term(terms, "survival", [0.0] * 5)
@@ -136,9 +178,14 @@ def test_applies_to_overrides_mask_roles():
 def test_every_shaping_term_is_zero_once_all_prey_are_captured():
     env = env_a()
     params = with_terms(env, env.default_params, weights={n: 1.7 for n in TERMS})
-    _, _, _, terms = run_turn(env, [[1, 1], [2, 1], [4, 4], [2, 1], [4, 4]],
-                              [RIGHT, YMINUS, LEFT, NOOP, NOOP], CORNERS, params,
-                              captured=[False, False, False, True, True])
+    _, _, _, terms = run_turn(
+        env,
+        [[1, 1], [2, 1], [4, 4], [2, 1], [4, 4]],
+        [RIGHT, YMINUS, LEFT, NOOP, NOOP],
+        CORNERS,
+        params,
+        captured=[False, False, False, True, True],
+    )
     assert_term(terms, "base", [-5 * 1.7] * 3 + [0.0, 0.0])  # step cost only, no recapture
     for name in TERMS[1:]:
         assert_term(terms, name, [0.0] * 5)
@@ -146,9 +193,13 @@ def test_every_shaping_term_is_zero_once_all_prey_are_captured():
 
 def test_captured_prey_is_ignored_by_distances():
     # prey_1 is captured at (2,1), next to predator_1 at (3,1); prey_2 is free at (0,4).
-    _, _, _, terms = run_turn(env_a(), [[3, 1], [4, 0], [4, 4], [2, 1], [0, 4]],
-                              [NOOP] * 5, [[0, 0], [1, 0]],
-                              captured=[False, False, False, True, False])
+    _, _, _, terms = run_turn(
+        env_a(),
+        [[3, 1], [4, 0], [4, 4], [2, 1], [0, 4]],
+        [NOOP] * 5,
+        [[0, 0], [1, 0]],
+        captured=[False, False, False, True, False],
+    )
     assert_term(terms, "predator_distance", [-6.0, -8.0, -4.0, 0.0, 0.0])
     assert_term(terms, "prey_distance", [0.0, 0.0, 0.0, 0.0, 4.0])
     assert_term(terms, "capture_proximity", [0.0] * 5)
@@ -170,16 +221,23 @@ def test_weights_never_change_the_dynamics():
 def compare_rollout(env, params, positions, obstacles, actions_per_turn):
     oracle = oracle_for(env, params)
     ref = oracle.reset_to(positions, obstacles)
-    _, state = env.reset_to(np.asarray(positions), np.asarray(obstacles), params)
+    # Traced, so not checked: these layouts may stack agents and obstacles on purpose.
+    _, state = jit_reset_to(env)(np.asarray(positions), np.asarray(obstacles), params)
     step = jit_step(env)
     for turn, actions in enumerate(actions_per_turn):
         ref, ref_reward, ref_terms, ref_term, ref_trunc, _ = oracle.step(ref, actions)
         _, state, reward, terminated, truncated, info = step(
-            jax.random.PRNGKey(turn), state, np.asarray(actions, np.int32), params)
+            jax.random.PRNGKey(turn), state, np.asarray(actions, np.int32), params
+        )
         np.testing.assert_array_equal(np.asarray(state.positions), ref.positions)
         np.testing.assert_array_equal(np.asarray(state.captured), ref.captured)
-        np.testing.assert_allclose(np.asarray(info["reward_terms"]), ref_terms,
-                                   rtol=1e-5, atol=1e-3, err_msg=f"turn {turn}")
+        np.testing.assert_allclose(
+            np.asarray(info["reward_terms"]),
+            ref_terms,
+            rtol=1e-5,
+            atol=1e-3,
+            err_msg=f"turn {turn}",
+        )
         np.testing.assert_allclose(np.asarray(reward), ref_reward, rtol=1e-5, atol=1e-3)
         assert (bool(terminated), bool(truncated)) == (ref_term, ref_trunc)
         if ref_term or ref_trunc:
@@ -189,18 +247,24 @@ def compare_rollout(env, params, positions, obstacles, actions_per_turn):
 cell = st.tuples(st.integers(0, 4), st.integers(0, 4)).map(list)
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(positions=st.lists(cell, min_size=5, max_size=5),
-       obstacles=st.lists(cell, min_size=2, max_size=2),
-       actions=st.lists(st.lists(st.integers(0, 5), min_size=5, max_size=5),
-                        min_size=1, max_size=4),
-       seed=st.integers(0, 2**16))
+@settings(
+    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    positions=st.lists(cell, min_size=5, max_size=5),
+    obstacles=st.lists(cell, min_size=2, max_size=2),
+    actions=st.lists(st.lists(st.integers(0, 5), min_size=5, max_size=5), min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
 def test_matches_oracle_on_random_layouts_shape_a(positions, obstacles, actions, seed):
     """Shared and obstacle cells allowed (blocking is off); action 5 is out of range."""
     env = env_a()
-    params = with_terms(env, random_params(env, np.random.default_rng(seed)),
-                        capture_threshold=int(seed % 3 + 1), max_steps=int(seed % 4 + 1))
+    params = with_terms(
+        env,
+        random_params(env, np.random.default_rng(seed)),
+        capture_threshold=int(seed % 3 + 1),
+        max_steps=int(seed % 4 + 1),
+    )
     compare_rollout(env, params, positions, obstacles, actions)
 
 
@@ -213,5 +277,10 @@ def test_matches_oracle_on_random_rollouts_shape_b():
         params = random_params(env, rng)
         _, state = reset(jax.random.PRNGKey(episode), params)
         actions = rng.integers(0, env.num_actions, size=(8, env.num_agents)).tolist()
-        compare_rollout(env, params, np.asarray(state.positions).tolist(),
-                        np.asarray(state.obstacles).tolist(), actions)
+        compare_rollout(
+            env,
+            params,
+            np.asarray(state.positions).tolist(),
+            np.asarray(state.obstacles).tolist(),
+            actions,
+        )

@@ -1,15 +1,22 @@
 """IPPO: learns the tiny task, vmaps over seeds exactly, masks captured prey, checkpoints."""
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from train_testing import (
+    MAX_STEPS,
+    OPTIMAL_STEPS,
+    greedy_lengths,
+    tiny_config,
+    train_seeds,
+    untrained_policies,
+)
 
 from ppage_jax.train import ippo, make_train_config
 from ppage_jax.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from train_testing import (
-    MAX_STEPS, OPTIMAL_STEPS, greedy_lengths, tiny_config, train_seeds, untrained_policies)
 
 PARAMS = {"num_steps": 16, "learning_rate": 3e-3}
 
@@ -28,16 +35,18 @@ def test_ippo_learns_the_tiny_task_with_finite_losses(tc, trained):
     runner, metrics = trained
     assert metrics["capture_rate"].shape == (2, tc.num_updates)
     assert metrics["returns"].shape == (2, tc.num_updates, 2, len(tc.env.reward_terms))
-    assert set(metrics["losses"]) == {f"{loss}/{role}" for loss in
-                                      ("actor_loss", "value_loss", "entropy")
-                                      for role in ("predator", "prey")}
+    assert set(metrics["losses"]) == {
+        f"{loss}/{role}"
+        for loss in ("actor_loss", "value_loss", "entropy")
+        for role in ("predator", "prey")
+    }
     for name, values in metrics["losses"].items():
         assert np.isfinite(np.asarray(values)).all(), name
     before_len, before_cap = greedy_lengths(tc, untrained_policies(tc))
     after_len, after_cap = greedy_lengths(tc, ippo.policy_state(runner))
-    np.testing.assert_array_equal(before_cap, [0.0, 0.0])       # untrained: never within 20
+    np.testing.assert_array_equal(before_cap, [0.0, 0.0])  # untrained: never within 20
     np.testing.assert_array_equal(before_len, [MAX_STEPS, MAX_STEPS])
-    np.testing.assert_array_equal(after_cap, [1.0, 1.0])        # trained: shortest path
+    np.testing.assert_array_equal(after_cap, [1.0, 1.0])  # trained: shortest path
     np.testing.assert_array_equal(after_len, [OPTIMAL_STEPS, OPTIMAL_STEPS])
     assert int(runner.progress.env_steps[0]) == tc.num_updates * tc.env_steps_per_update
 
@@ -52,10 +61,12 @@ def test_vmap_over_seeds_equals_separate_runs(tc, trained):
     for key in ("capture_rate", "episode_length", "episodes", "returns"):
         np.testing.assert_allclose(single[key][first], metrics[key][1, first], rtol=1e-5)
     for name, values in single["losses"].items():
-        np.testing.assert_allclose(values[first], metrics["losses"][name][1, first],
-                                   rtol=1e-3, atol=1e-6)
-    assert not np.allclose(metrics["episode_length"][0, first],
-                           metrics["episode_length"][1, first], equal_nan=True)
+        np.testing.assert_allclose(
+            values[first], metrics["losses"][name][1, first], rtol=1e-3, atol=1e-6
+        )
+    assert not np.allclose(
+        metrics["episode_length"][0, first], metrics["episode_length"][1, first], equal_nan=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +83,15 @@ def test_captured_prey_transitions_do_not_change_the_update(masked_rollout):
     tc, runner, trajectories = masked_rollout
     prey = trajectories["prey"]
     invalid = ~prey.valid
-    assert 0 < int(invalid.sum()) < invalid.size          # some prey were caught mid-rollout
+    assert 0 < int(invalid.sum()) < invalid.size  # some prey were caught mid-rollout
     garbage = jax.tree.map(
-        lambda a: jnp.where(invalid.reshape(invalid.shape + (1,) * (a.ndim - invalid.ndim)),
-                            (a * 7 + 1e3).astype(a.dtype) if a.dtype != bool else ~a, a), prey)
+        lambda a: jnp.where(
+            invalid.reshape(invalid.shape + (1,) * (a.ndim - invalid.ndim)),
+            (a * 7 + 1e3).astype(a.dtype) if a.dtype != bool else ~a,
+            a,
+        ),
+        prey,
+    )
     garbage = garbage.replace(valid=prey.valid)
     learn = jax.jit(ippo.learn, static_argnums=2)
     key = jax.random.PRNGKey(0)
@@ -91,8 +107,13 @@ def test_a_fully_masked_role_gets_a_zero_gradient(masked_rollout):
     nothing_valid = prey.replace(valid=jnp.zeros_like(prey.valid))
     learner = runner.learners["prey"]
     advantages, targets = ippo.gae(nothing_valid, tc.hp.gamma, tc.hp.gae_lambda)
-    grads = jax.jit(jax.grad(lambda p: ippo.ppo_loss(p, learner.apply_fn, tc.hp, nothing_valid,
-                                                     advantages, targets)[0]))(learner.params)
+    grads = jax.jit(
+        jax.grad(
+            lambda p: ippo.ppo_loss(p, learner.apply_fn, tc.hp, nothing_valid, advantages, targets)[
+                0
+            ]
+        )
+    )(learner.params)
     for leaf in jax.tree.leaves(grads):
         np.testing.assert_array_equal(leaf, np.zeros_like(leaf))
 
@@ -113,9 +134,16 @@ def test_loading_into_another_shape_fails_clearly(tc, trained, tmp_path):
     runner, _ = trained
     path = tmp_path / "checkpoint.msgpack"
     save_checkpoint(path, tc, ippo.policy_state(runner))
-    other = make_train_config(tiny_config(
-        "ippo", PARAMS, **{"agents.predators": {"count": 3, "speed": 1, "stamina": None},
-                           "env.starts": [[0, 0], [1, 0], [2, 0], [3, 4]]}))
+    other = make_train_config(
+        tiny_config(
+            "ippo",
+            PARAMS,
+            **{
+                "agents.predators": {"count": 3, "speed": 1, "stamina": None},
+                "env.starts": [[0, 0], [1, 0], [2, 0], [3, 4]],
+            },
+        )
+    )
     with pytest.raises(CheckpointError, match=r"shape \(2, 5, 64\).*needs \(2, 6, 64\)"):
         load_checkpoint(path, other)
     wrong_algorithm = make_train_config(tiny_config("dqn"))

@@ -26,6 +26,7 @@ gamma are traced). The sweep's ``seeds``, ``train_seed`` and ``eval`` replace th
 relative to the file's directory (then to the current directory, then to this repository's
 root).
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,8 +43,17 @@ from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
 from ppage_jax.rewards.registry import ROLES, Choice, get_term, reward_terms
 from ppage_jax.state import EnvParams
 
-SWEEP_KEYS = ("config", "set", "arms", "baseline", "seeds", "train_seed", "eval",
-              "chunk_size", "output_dir")
+SWEEP_KEYS = (
+    "config",
+    "set",
+    "arms",
+    "baseline",
+    "seeds",
+    "train_seed",
+    "eval",
+    "chunk_size",
+    "output_dir",
+)
 ARM_KEYS = ("config", "weights", "disable", "params", "applies_to")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
 # How the trained policy acts in evaluation: its greedy actions, or actions sampled from it
@@ -95,8 +105,10 @@ class SweepSpec:
         out = []
         for arm in self.arms:
             own = {e.name: e for e in arm.entries}
-            entries = [own.get(e.name, dataclasses.replace(e, weight=0.0))
-                       for e in _union_entries(self.arms)]
+            entries = [
+                own.get(e.name, dataclasses.replace(e, weight=0.0))
+                for e in _union_entries(self.arms)
+            ]
             reward = RewardComposer(entries, env.layout).default_params(arm.gamma)
             out.append(env.default_params.replace(reward=reward))
         return out
@@ -107,17 +119,25 @@ class SweepSpec:
         for arm in self.arms:
             own = {e.name: e for e in arm.entries}
             arms[arm.name] = {
-                "source": arm.source, "gamma": arm.gamma,
+                "source": arm.source,
+                "gamma": arm.gamma,
                 "weights": {t: (own[t].weight if t in own else 0.0) for t in self.terms},
                 "params": {e.name: dict(e.params) for e in arm.entries if e.params},
                 "applies_to": {e.name: e.applies_to for e in arm.entries},
             }
-        return {"sweep": self.path, "config": _display(Path(self.config.path)), "config_hash":
-                self.config.hash(), "terms": list(self.terms), "arms": arms,
-                "baseline": self.baseline, "seeds": self.seeds,
-                "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
-                "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
-                "eval_max_steps": self.eval_max_steps, "eval_policy": self.eval_policy}
+        return {
+            "sweep": self.path,
+            "config": _display(Path(self.config.path)),
+            "config_hash": self.config.hash(),
+            "terms": list(self.terms),
+            "arms": arms,
+            "baseline": self.baseline,
+            "seeds": self.seeds,
+            "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
+            "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
+            "eval_max_steps": self.eval_max_steps,
+            "eval_policy": self.eval_policy,
+        }
 
 
 def default_sweep_file() -> str | None:
@@ -163,21 +183,28 @@ class _Reader:
         if allowed_keys is not None:
             for k in value:
                 if k not in allowed_keys:
-                    self.fail(f"{key}.{k}", value[k],
-                              f"unknown key; allowed keys of {key}: {list(allowed_keys)}")
+                    self.fail(
+                        f"{key}.{k}",
+                        value[k],
+                        f"unknown key; allowed keys of {key}: {list(allowed_keys)}",
+                    )
         return value
 
     def integer(self, key: str, value: Any, low: int, nullable: bool = False) -> int | None:
         if value is None and nullable:
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            self.fail(key, value, f"must be an integer >= {low}"
-                      + (" (or null)" if nullable else ""))
+            self.fail(
+                key, value, f"must be an integer >= {low}" + (" (or null)" if nullable else "")
+            )
         return value
 
     def number(self, key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             self.fail(key, value, "must be a finite number")
         return float(value)
 
@@ -188,12 +215,16 @@ class _Reader:
             candidate = (root / value).resolve()
             if candidate.exists():
                 return candidate
-        self.fail(key, value, f"no such config directory (looked in {base}, the current "
-                              f"directory and {REPO_ROOT})")
+        self.fail(
+            key,
+            value,
+            f"no such config directory (looked in {base}, the current directory and {REPO_ROOT})",
+        )
 
 
-def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
-               arms: list[str] | None = None) -> SweepSpec:
+def load_sweep(
+    path: str | Path | None = None, overrides: dict | None = None, arms: list[str] | None = None
+) -> SweepSpec:
     """Read and validate a sweep file (``None``: PPAGE's four-condition ablation).
 
     ``overrides`` replace top-level sweep keys (``{"seeds": 2}``); a ``set`` override is
@@ -213,13 +244,20 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
             raise ConfigError(source, "<yaml>", None, f"is not valid YAML: {err}") from None
     read = _Reader(source)
     if not isinstance(raw, dict) or set(raw) != {"sweep"}:
-        read.fail("<top level>", raw if not isinstance(raw, dict) else sorted(raw),
-                  "a sweep file holds exactly one top-level key, 'sweep'")
+        read.fail(
+            "<top level>",
+            raw if not isinstance(raw, dict) else sorted(raw),
+            "a sweep file holds exactly one top-level key, 'sweep'",
+        )
     body = copy.deepcopy(read.mapping("sweep", raw["sweep"], SWEEP_KEYS))
     for key, value in (overrides or {}).items():
         if key not in SWEEP_KEYS:
-            raise ConfigError(f"override {key}={value!r}", key, value,
-                              f"unknown sweep key; allowed: {list(SWEEP_KEYS)}")
+            raise ConfigError(
+                f"override {key}={value!r}",
+                key,
+                value,
+                f"unknown sweep key; allowed: {list(SWEEP_KEYS)}",
+            )
         if key == "set" and isinstance(body.get("set"), dict) and isinstance(value, dict):
             value = {**body["set"], **value}
         body[key] = value
@@ -231,22 +269,29 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
     if "arms" in body:
         arms_raw = body["arms"]
         if not isinstance(arms_raw, dict) or not arms_raw:
-            read.fail("sweep.arms", arms_raw, "must be a non-empty mapping of arm name to "
-                      f"arm (keys {list(ARM_KEYS)}); omit it for PPAGE's four conditions")
+            read.fail(
+                "sweep.arms",
+                arms_raw,
+                "must be a non-empty mapping of arm name to "
+                f"arm (keys {list(ARM_KEYS)}); omit it for PPAGE's four conditions",
+            )
     else:
         arms_raw = {name: {"config": f"{ABLATION_DIR}/{name}"} for name in ABLATION_ARMS}
-    baseline = body.get("baseline", "base_only" if "base_only" in arms_raw else
-                        next(iter(arms_raw)))
+    baseline = body.get(
+        "baseline", "base_only" if "base_only" in arms_raw else next(iter(arms_raw))
+    )
     if baseline not in arms_raw:
         read.fail("sweep.baseline", baseline, f"must name an arm: {list(arms_raw)}")
     if arms is not None:
         unknown = [a for a in arms if a not in arms_raw]
         if unknown:
-            raise ConfigError("--arms", "arms", unknown[0],
-                              f"not an arm of {source}; its arms: {list(arms_raw)}")
+            raise ConfigError(
+                "--arms", "arms", unknown[0], f"not an arm of {source}; its arms: {list(arms_raw)}"
+            )
         arms_raw = {k: v for k, v in arms_raw.items() if k in arms or k == baseline}
-    arms = tuple(_read_arm(read, str(name), spec, config, sets, base)
-                 for name, spec in arms_raw.items())
+    arms = tuple(
+        _read_arm(read, str(name), spec, config, sets, base) for name, spec in arms_raw.items()
+    )
 
     seeds = read.integer("sweep.seeds", body.get("seeds", 8), 1)
     train_seed = read.integer("sweep.train_seed", body.get("train_seed", 0), 0)
@@ -258,42 +303,73 @@ def load_sweep(path: str | Path | None = None, overrides: dict | None = None,
     if eval_policy not in EVAL_POLICIES:
         read.fail("sweep.eval.policy", eval_policy, f"must be one of {list(EVAL_POLICIES)}")
     if eval_policy == "sampled":
-        from ppage_jax.train.experiment import algorithm
+        from ppage_jax.train.registry import algorithm
+
         name = config["experiment"]["algorithm"]["name"]
-        if not hasattr(algorithm(name), "sample_actions"):
-            read.fail("sweep.eval.policy", eval_policy,
-                      f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'")
+        if not algorithm(name).STOCHASTIC:
+            read.fail(
+                "sweep.eval.policy",
+                eval_policy,
+                f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'",
+            )
     if eval_max_steps is None and config["env"]["termination"]["max_steps"] is None:
-        read.fail("sweep.eval.max_steps", None, "must be set when env.termination.max_steps "
-                  "is null (evaluation episodes need a step cap)")
+        read.fail(
+            "sweep.eval.max_steps",
+            None,
+            "must be set when env.termination.max_steps "
+            "is null (evaluation episodes need a step cap)",
+        )
     if train_seed < eval_seed + eval_episodes and eval_seed < train_seed + seeds:
-        read.fail("sweep.eval.seed", eval_seed,
-                  f"the evaluation block [{eval_seed}, {eval_seed + eval_episodes}) must not "
-                  f"overlap the training seeds [{train_seed}, {train_seed + seeds})")
+        read.fail(
+            "sweep.eval.seed",
+            eval_seed,
+            f"the evaluation block [{eval_seed}, {eval_seed + eval_episodes}) must not "
+            f"overlap the training seeds [{train_seed}, {train_seed + seeds})",
+        )
     chunk = read.integer("sweep.chunk_size", body.get("chunk_size"), 1, True)
     output_dir = body.get("output_dir", "runs/sweeps/" + (Path(path).stem if path else "ablation"))
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("sweep.output_dir", output_dir, "must be a directory path")
 
     shared = _shared_config(config, arms, sets)
-    return SweepSpec(source, shared, arms, str(baseline), seeds, train_seed, eval_seed,
-                     eval_episodes, eval_max_steps, eval_policy, chunk, output_dir)
+    return SweepSpec(
+        source,
+        shared,
+        arms,
+        str(baseline),
+        seeds,
+        train_seed,
+        eval_seed,
+        eval_episodes,
+        eval_max_steps,
+        eval_policy,
+        chunk,
+        output_dir,
+    )
 
 
-def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: dict,
-              base: Path) -> Arm:
+def _read_arm(
+    read: _Reader, name: str, spec: Any, base_config: Config, sets: dict, base: Path
+) -> Arm:
     where = f"sweep.arms.{name}"
     spec = read.mapping(where, spec, ARM_KEYS)
     if "config" in spec:
         extra = sorted(set(spec) - {"config"})
         if extra:
-            read.fail(f"{where}.{extra[0]}", spec[extra[0]],
-                      "an arm given by 'config' takes no other keys (edit its rewards.yaml)")
+            read.fail(
+                f"{where}.{extra[0]}",
+                spec[extra[0]],
+                "an arm given by 'config' takes no other keys (edit its rewards.yaml)",
+            )
         directory = read.resolve(f"{where}.config", spec["config"], base)
         arm_config = load_config(directory, sets)
         _check_same_structure(read, where, arm_config, base_config)
-        return Arm(name, tuple(term_entries(arm_config["rewards"])),
-                   float(arm_config["rewards"]["gamma"]), _display(directory))
+        return Arm(
+            name,
+            tuple(term_entries(arm_config["rewards"])),
+            float(arm_config["rewards"]["gamma"]),
+            _display(directory),
+        )
 
     entries = {e.name: e for e in term_entries(base_config["rewards"])}
     known = reward_terms()
@@ -307,16 +383,18 @@ def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: di
             entries[term] = dataclasses.replace(entries[term], weight=weight)
         else:
             term_spec = get_term(term)
-            defaults = {k: (v.default if isinstance(v, Choice) else v)
-                        for k, v in term_spec.params.items()}
+            defaults = {
+                k: (v.default if isinstance(v, Choice) else v) for k, v in term_spec.params.items()
+            }
             entries[term] = TermEntry(term, weight, defaults, term_spec.applies_to)
     disable = spec.get("disable") or []
     if not isinstance(disable, list):
         read.fail(f"{where}.disable", disable, "must be a list of term names")
     for term in disable:
         if term not in entries:
-            read.fail(f"{where}.disable", term, f"is not a term of this arm; its terms: "
-                      f"{list(entries)}")
+            read.fail(
+                f"{where}.disable", term, f"is not a term of this arm; its terms: {list(entries)}"
+            )
         entries[term] = dataclasses.replace(entries[term], weight=0.0)
     for term, values in read.mapping(f"{where}.params", spec.get("params")).items():
         key = f"{where}.params.{term}"
@@ -327,12 +405,16 @@ def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: di
         params = dict(entries[term].params)
         for param, value in values.items():
             if param not in declared:
-                read.fail(f"{key}.{param}", value, f"unknown param of reward term {term!r}; "
-                          f"its params: {sorted(declared)}")
+                read.fail(
+                    f"{key}.{param}",
+                    value,
+                    f"unknown param of reward term {term!r}; its params: {sorted(declared)}",
+                )
             if isinstance(declared[param], Choice):
                 if value not in declared[param].options:
-                    read.fail(f"{key}.{param}", value,
-                              f"must be one of {list(declared[param].options)}")
+                    read.fail(
+                        f"{key}.{param}", value, f"must be one of {list(declared[param].options)}"
+                    )
             else:
                 value = read.number(f"{key}.{param}", value)
             params[param] = value
@@ -344,12 +426,17 @@ def _read_arm(read: _Reader, name: str, spec: Any, base_config: Config, sets: di
         if role not in ROLES:
             read.fail(key, role, f"must be one of {list(ROLES)}")
         entries[term] = dataclasses.replace(entries[term], applies_to=role)
-    return Arm(name, tuple(entries.values()), float(base_config["rewards"]["gamma"]),
-               f"{_display(Path(base_config.path))} + edits")
+    return Arm(
+        name,
+        tuple(entries.values()),
+        float(base_config["rewards"]["gamma"]),
+        f"{_display(Path(base_config.path))} + edits",
+    )
 
 
 def _check_same_structure(read: _Reader, where: str, arm: Config, base: Config) -> None:
     """Arms may differ only in ``rewards``; name the first other key that differs."""
+
     def first_difference(a: Any, b: Any, prefix: str) -> str | None:
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(set(a) | set(b)):
@@ -364,22 +451,29 @@ def _check_same_structure(read: _Reader, where: str, arm: Config, base: Config) 
             continue
         key = first_difference(arm[section], base[section], section)
         if key:
-            read.fail(f"{where}.config", arm.path,
-                      f"mismatched structure: {key} is {arm.get(key)!r} here but "
-                      f"{base.get(key)!r} in the base config {base.path}; arms may differ "
-                      f"only in rewards")
+            read.fail(
+                f"{where}.config",
+                arm.path,
+                f"mismatched structure: {key} is {arm.get(key)!r} here but "
+                f"{base.get(key)!r} in the base config {base.path}; arms may differ "
+                f"only in rewards",
+            )
 
 
 def _shared_config(config: Config, arms: tuple[Arm, ...], sets: dict) -> Config:
     """The base config rewritten to hold the union of every arm's terms."""
     union = _union_entries(arms)
-    shaping = [{"name": e.name, "weight": e.weight, "params": dict(e.params),
-                "applies_to": e.applies_to} for e in union if e.name != "base"]
-    overrides: dict[str, Any] = {"rewards.shaping": shaping,
-                                 "rewards.base.enabled": any(e.name == "base" for e in union)}
+    shaping = [
+        {"name": e.name, "weight": e.weight, "params": dict(e.params), "applies_to": e.applies_to}
+        for e in union
+        if e.name != "base"
+    ]
+    overrides: dict[str, Any] = {
+        "rewards.shaping": shaping,
+        "rewards.base.enabled": any(e.name == "base" for e in union),
+    }
     base_entry = next((e for e in union if e.name == "base"), None)
     if base_entry is not None:
         overrides["rewards.base.params"] = dict(base_entry.params)
         overrides["rewards.base.weight"] = base_entry.weight
     return config.with_overrides(overrides)
-

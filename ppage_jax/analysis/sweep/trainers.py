@@ -1,0 +1,55 @@
+"""The default train and evaluation functions of a sweep, from the config's experiment section.
+
+A sweep runs ``train_fn(key, params) -> (runner_state, metrics)`` and then
+``eval_fn(runner_state, params) -> per-episode arrays`` for every (arm, seed); any pair of
+functions with this contract can be swept (:func:`ppage_jax.analysis.sweep.run.run_sweep`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from ppage_jax.analysis.sweep.spec import SweepSpec
+from ppage_jax.env import GridWorld
+from ppage_jax.episodes.play import episode_keys, play_episodes
+from ppage_jax.state import EnvParams
+
+# train_fn(key, params) -> (runner_state, metrics: dict of per-update arrays [U, ...])
+TrainFn = Callable[[jax.Array, EnvParams], tuple[Any, dict]]
+# eval_fn(runner_state, params) -> per-episode arrays (ppage_jax.episodes.play_episodes)
+EvalFn = Callable[[Any, EnvParams], dict]
+
+
+def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn, int]:
+    """``(train_fn, eval_fn, env_steps_per_update)`` from the config's experiment section:
+    ``ppage_jax.train``'s algorithm, then :func:`ppage_jax.episodes.play_episodes` on the
+    sweep's held-out block with the trained policy's greedy or sampled actions
+    (``eval.policy``); a role that does not learn plays its baseline. The config's
+    ``experiment.curriculum`` schedules every arm's params alike (a scheduled leaf overrides
+    the arm's value)."""
+    from ppage_jax.train.curriculum import config_curriculum
+    from ppage_jax.train.evaluate import matchup_policy
+    from ppage_jax.train.experiment import make_train_config
+    from ppage_jax.train.progress import train_loop
+    from ppage_jax.train.registry import algorithm
+
+    tc = make_train_config(spec.config, env)
+    module = algorithm(tc.algorithm)
+    keys = episode_keys(spec.eval_seed, spec.eval_episodes)
+    curriculum = config_curriculum(spec.config)
+
+    def train_fn(key: jax.Array, params: EnvParams):
+        if curriculum is None:
+            return module.train(key, tc, params)
+        return train_loop(module.init, module.update, key, tc, params, curriculum)
+
+    def eval_fn(runner: Any, params: EnvParams) -> dict:
+        policy = matchup_policy(
+            tc, module.policy_state(runner), params, spec.eval_policy, spec.eval_policy
+        )
+        return play_episodes(env, policy, keys, params, spec.eval_max_steps)
+
+    return train_fn, eval_fn, tc.env_steps_per_update

@@ -1,0 +1,234 @@
+"""A sweep's output directory, written so that nothing finished is lost and nothing unfinished
+looks finished.
+
+- ``chunks/NNNNN.results.csv`` and ``chunks/NNNNN.curves.csv``: the rows of one finished
+  chunk of runs;
+- ``manifest.json``: the sweep's identity (a hash of its arms, seeds, config and runs), how
+  to rebuild it (``source``, for ``ppage-jax sweep --resume``), the chunk size and the
+  finished chunks. A chunk is finished once the manifest lists it: its files are written
+  first, then the manifest (each atomically), so a kill in between only repeats that chunk;
+- ``results.csv`` (``arm, seed, metric, value``) and ``curves.csv`` (``arm, seed, update,
+  env_steps, metric, value``): regenerated from the listed chunks after each commit, so
+  they only ever hold rows of finished chunks, in run order;
+- ``sweep.json``: the resolved arms, seeds and timings.
+
+A directory that already holds a sweep is refused unless resuming (same identity) or
+overwriting (its sweep files are deleted first, nothing else).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ppage_jax.artifacts import (
+    OutputError,
+    fault,
+    prepare_output_dir,
+    remove_partial_files,
+    write_json,
+    write_text,
+)
+
+MANIFEST_FORMAT = "ppage_jax sweep manifest 1"
+MANIFEST = "manifest.json"
+CHUNKS = "chunks"
+RESULTS = "results.csv"
+CURVES = "curves.csv"
+DESCRIPTION = "sweep.json"
+# What makes a directory a sweep's: refused as output unless resuming or overwriting.
+SWEEP_FILES = (
+    MANIFEST,
+    RESULTS,
+    CURVES,
+    DESCRIPTION,
+    CHUNKS,
+    "report.md",
+    "headline.png",
+    "curves.png",
+)
+
+Curve = tuple[int, int, str, float]
+
+
+def identity_hash(identity: dict) -> str:
+    """A short hash of what defines a sweep's results (JSON-ready ``identity``)."""
+    blob = json.dumps(identity, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def sweep_files(directory: Path) -> list[str]:
+    """The sweep files present in ``directory``."""
+    return [name for name in SWEEP_FILES if (directory / name).exists()]
+
+
+def read_manifest(directory: str | Path) -> dict:
+    """``directory``'s manifest; :class:`OutputError` when missing or unreadable."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise OutputError(f"{directory} holds no sweep to resume (no {MANIFEST})")
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise OutputError(f"{path}: unreadable sweep manifest ({err})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise OutputError(f"{path}: not a ppage_jax sweep manifest")
+    return manifest
+
+
+def _csv_text(header: tuple[str, ...], rows: list[tuple]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+class SweepWriter:
+    """The files of one sweep directory (see the module docstring)."""
+
+    RESULT_HEADER = ("arm", "seed", "metric", "value")
+    CURVE_HEADER = ("arm", "seed", "update", "env_steps", "metric", "value")
+
+    def __init__(
+        self,
+        output_dir: str | Path,
+        description: dict,
+        identity: dict,
+        source: dict | None = None,
+        resume: bool = False,
+        overwrite: bool = False,
+    ):
+        self.dir = prepare_output_dir(output_dir, "sweep directory")
+        self.description = dict(description)
+        self.identity = identity_hash(identity)
+        present = sweep_files(self.dir)
+        if resume:
+            manifest = read_manifest(self.dir)
+            if manifest.get("identity") != self.identity:
+                raise OutputError(
+                    f"{self.dir} holds another sweep (identity {manifest.get('identity')}, this "
+                    f"one is {self.identity}: the sweep file, its configs or the arms changed); "
+                    f"rerun it with --overwrite or choose another output directory"
+                )
+            self.manifest = manifest
+        else:
+            if present and not overwrite:
+                raise OutputError(
+                    f"sweep directory {self.dir} already holds a sweep ({', '.join(present)}); "
+                    f"continue it with --resume {self.dir}, replace it with --overwrite, or "
+                    f"choose another output directory"
+                )
+            for name in present:
+                target = self.dir / name
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            self.manifest = {
+                "format": MANIFEST_FORMAT,
+                "identity": self.identity,
+                "source": source,
+                "runs": len(identity.get("runs", [])),
+                "chunk_size": None,
+                "chunks": {},
+            }
+        (self.dir / CHUNKS).mkdir(exist_ok=True)
+        remove_partial_files(self.dir)
+        remove_partial_files(self.dir / CHUNKS)
+        self._commit()
+        self.write_description()
+
+    # ---------------------------------------------------------------- state
+    @property
+    def chunk_size(self) -> int | None:
+        """The chunk size the finished chunks were run with (None before the first)."""
+        return self.manifest["chunk_size"]
+
+    def set_chunk_size(self, chunk: int) -> None:
+        if self.manifest["chunk_size"] not in (None, chunk):
+            raise ValueError(
+                f"chunk size {chunk} differs from the sweep's {self.manifest['chunk_size']}"
+            )
+        self.manifest["chunk_size"] = int(chunk)
+        self._commit()
+
+    def finished(self) -> list[int]:
+        """Indices of the finished chunks."""
+        return sorted(int(i) for i in self.manifest["chunks"])
+
+    def _chunk_path(self, index: int, kind: str) -> Path:
+        return self.dir / CHUNKS / f"{index:05d}.{kind}.csv"
+
+    def read_chunk(
+        self, index: int
+    ) -> tuple[dict[tuple[str, int], dict[str, float]], dict[tuple[str, int], list[Curve]]]:
+        """A finished chunk's results ``{(arm, seed): {metric: value}}`` and curves."""
+        results: dict = {}
+        curves: dict = {}
+        try:
+            with open(self._chunk_path(index, "results"), newline="") as fh:
+                for row in csv.DictReader(fh):
+                    results.setdefault((row["arm"], int(row["seed"])), {})[row["metric"]] = float(
+                        row["value"]
+                    )
+            with open(self._chunk_path(index, "curves"), newline="") as fh:
+                for row in csv.DictReader(fh):
+                    curves.setdefault((row["arm"], int(row["seed"])), []).append(
+                        (
+                            int(row["update"]),
+                            int(row["env_steps"]),
+                            row["metric"],
+                            float(row["value"]),
+                        )
+                    )
+        except (OSError, KeyError, ValueError) as err:
+            raise OutputError(
+                f"{self.dir}: chunk {index} is listed as finished but its files "
+                f"cannot be read ({err}); rerun the sweep with --overwrite"
+            ) from None
+        return results, curves
+
+    # ---------------------------------------------------------------- writing
+    def write_description(self, **extra: Any) -> None:
+        self.description.update(extra)
+        write_json(self.dir / DESCRIPTION, self.description, indent=2)
+
+    def _commit(self) -> None:
+        write_json(self.dir / MANIFEST, self.manifest, indent=1)
+
+    def add_chunk(
+        self, index: int, first: int, runs: list[tuple[str, int, dict[str, float], list[Curve]]]
+    ) -> None:
+        """Record finished chunk ``index`` (runs ``first ...``): its files, then the manifest
+        (the commit), then the regenerated results.csv and curves.csv."""
+        results = [
+            (arm, seed, metric, repr(float(value)))
+            for arm, seed, metrics, _ in runs
+            for metric, value in metrics.items()
+        ]
+        curves = [
+            (arm, seed, update, steps, metric, repr(float(value)))
+            for arm, seed, _, rows in runs
+            for update, steps, metric, value in rows
+        ]
+        write_text(self._chunk_path(index, "results"), _csv_text(self.RESULT_HEADER, results))
+        write_text(self._chunk_path(index, "curves"), _csv_text(self.CURVE_HEADER, curves))
+        fault(f"commit:{len(self.manifest['chunks']) + 1}")  # testing hook: before the commit
+        self.manifest["chunks"][str(index)] = [int(first), len(runs)]
+        self._commit()
+        self.write_tables()
+
+    def write_tables(self) -> None:
+        """results.csv and curves.csv from the finished chunks, in run order."""
+        for name, kind, header in (
+            (RESULTS, "results", self.RESULT_HEADER),
+            (CURVES, "curves", self.CURVE_HEADER),
+        ):
+            parts = [_csv_text(header, [])]
+            for index in self.finished():
+                text = self._chunk_path(index, kind).read_text()
+                parts.append(text.split("\n", 1)[1])  # drop the chunk's header
+            write_text(self.dir / name, "".join(parts))

@@ -1,0 +1,201 @@
+"""The Logger protocol, the backend names and the helpers every backend shares."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+# backend name -> (module, class); csv is the run directory's own files (no class).
+LOGGERS: dict[str, tuple[str, str] | None] = {
+    "csv": None,
+    "tensorboard": ("ppage_jax.tracking.tensorboard", "TensorBoardLogger"),
+    "wandb": ("ppage_jax.tracking.wandb", "WandbLogger"),
+}
+# The index columns of a metrics row: logged as the step, not as scalars.
+INDEX_COLUMNS = ("seed", "update", "env_steps", "active")
+
+
+@runtime_checkable
+class Logger(Protocol):
+    """One tracked run (one seed of ``ppage-jax run``, one arm x seed of a sweep)."""
+
+    def log_scalars(self, step: int, values: Mapping[str, float]) -> None:
+        """Scalars at ``step`` env steps (non-finite values are skipped)."""
+
+    def log_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, float]) -> None:
+        """The run's hyperparameters (the flat resolved config) and its final metrics."""
+
+    def log_gif(self, tag: str, path: Path, step: int) -> None:
+        """An animated GIF file (the run's episode.gif)."""
+
+    def close(self) -> None:
+        """Flush and close the run."""
+
+
+def parse_loggers(text: str) -> tuple[str, ...]:
+    """``"csv,tensorboard"`` -> ``("csv", "tensorboard")``; ValueError naming the bad one."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in LOGGERS]
+    if unknown or not names:
+        raise ValueError(
+            f"unknown logger {unknown[0] if unknown else text!r}; choose any of "
+            f"{list(LOGGERS)}, comma-separated (e.g. csv,tensorboard)"
+        )
+    return names
+
+
+class MultiLogger:
+    """Fans every call out to the chosen backends (none for csv alone) and keeps the wall
+    time spent in each (:attr:`seconds`, by backend name)."""
+
+    def __init__(
+        self,
+        loggers: Sequence[Logger],
+        names: Sequence[str] | None = None,
+        seconds: Mapping[str, float] | None = None,
+    ):
+        self.loggers = list(loggers)
+        self.names = list(names) if names is not None else [type(x).__name__ for x in loggers]
+        self.seconds = {name: 0.0 for name in self.names}
+        self.seconds.update(seconds or {})
+
+    def _each(self, method: str, *args: Any) -> None:
+        for name, logger in zip(self.names, self.loggers, strict=True):
+            start = time.perf_counter()
+            getattr(logger, method)(*args)
+            self.seconds[name] += time.perf_counter() - start
+
+    def log_scalars(self, step: int, values: Mapping[str, float]) -> None:
+        clean = finite_scalars(values)
+        if clean:
+            self._each("log_scalars", step, clean)
+
+    def log_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, float]) -> None:
+        self._each("log_hparams", hparams, finite_scalars(metrics))
+
+    def log_gif(self, tag: str, path: Path, step: int) -> None:
+        if Path(path).is_file():
+            self._each("log_gif", tag, Path(path), step)
+
+    def close(self) -> None:
+        self._each("close")
+
+
+def open_logger(
+    backends: Sequence[str],
+    directory: str | Path,
+    name: str,
+    group: str,
+    hparams: Mapping[str, Any],
+    job_type: str | None = None,
+) -> MultiLogger:
+    """One run of each chosen backend: TensorBoard event files under ``directory``
+    (``<directory>/tensorboard/<name>``), a W&B run ``name`` in ``group`` (``job_type``: a
+    sweep's arm) stored under ``directory``; ``hparams`` are known from the start (W&B
+    config), and written again with the final metrics by :meth:`Logger.log_hparams`."""
+    loggers, names, seconds = [], [], {}
+    for backend in backends:
+        entry = LOGGERS[backend]
+        if entry is None:
+            continue
+        module, cls = entry
+        start = time.perf_counter()
+        loggers.append(
+            getattr(importlib.import_module(module), cls)(
+                Path(directory), name, group, dict(hparams), job_type
+            )
+        )
+        names.append(backend)
+        seconds[backend] = time.perf_counter() - start
+    return MultiLogger(loggers, names, seconds)
+
+
+def finite_scalars(values: Mapping[str, Any]) -> dict[str, float]:
+    """The finite real numbers of ``values`` as floats (bools as 0/1)."""
+    out = {}
+    for key, value in values.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(number):
+            out[key] = number
+    return out
+
+
+def row_scalars(row: Mapping[str, Any]) -> dict[str, float]:
+    """A metrics.csv row without its index columns."""
+    return finite_scalars({k: v for k, v in row.items() if k not in INDEX_COLUMNS})
+
+
+def flat_hparams(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings -> dotted keys; lists as JSON text, None as ``"null"``."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            out.update(flat_hparams(value, dotted))
+        elif isinstance(value, (bool, int, float, str)):
+            out[dotted] = value
+        else:
+            out[dotted] = json.dumps(value, default=str) if value is not None else "null"
+    return out
+
+
+def evaluation_scalars(evaluation: Mapping[str, Any]) -> dict[str, float]:
+    """``eval/<row>/<metric>`` of summary.json's evaluation rows (pooled over seeds)."""
+    out = {}
+    for row, metrics in evaluation.get("rows", {}).items():
+        out.update(
+            {
+                f"eval/{row}/{k}": v
+                for k, v in metrics.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+        )
+    return finite_scalars(out)
+
+
+def missing_backend(backend: str, package: str) -> ImportError:
+    return ImportError(
+        f"--logger {backend} needs the {package} package: "
+        f"pip install 'ppage_jax[track]' (or pip install {package})"
+    )
+
+
+# Python package each backend imports.
+PACKAGES = {"tensorboard": "tensorboardX", "wandb": "wandb"}
+
+
+def logger_names(text: str) -> tuple[str, ...]:
+    """argparse type of ``--logger``: the parsed names, each backend's package installed."""
+    import argparse
+    import importlib.util
+
+    try:
+        names = parse_loggers(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    for name in names:
+        package = PACKAGES.get(name)
+        if package and importlib.util.find_spec(package) is None:
+            raise argparse.ArgumentTypeError(str(missing_backend(name, package)))
+    return names
+
+
+def add_logger_argument(parser: Any) -> None:
+    """``--logger`` of ``ppage-jax run`` and ``ppage-jax sweep``."""
+    parser.add_argument(
+        "--logger",
+        type=logger_names,
+        default=("csv",),
+        metavar="NAMES",
+        help=f"experiment tracking, any of {list(LOGGERS)} comma-separated "
+        f"(default csv: the run directory's own files, always written; "
+        f"wandb honours WANDB_MODE=offline and WANDB_PROJECT)",
+    )

@@ -1,0 +1,61 @@
+"""Weights & Biases runs (optional: ``pip install 'ppage_jax[track]'``). ``WANDB_MODE=offline``
+logs without a network; ``wandb sync`` uploads later. ``WANDB_PROJECT`` names the project
+(default ``ppage-jax``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ppage_jax.tracking.base import missing_backend
+
+DEFAULT_PROJECT = "ppage-jax"
+
+
+class WandbLogger:
+    """One W&B run named ``<group>/<name>`` in ``group`` (``job_type``: a sweep's arm), under
+    ``<directory>/wandb``: scalars against env steps (``env_steps`` is the x axis), the
+    resolved config as the run's config, final metrics in its summary, the GIF as a video."""
+
+    def __init__(
+        self,
+        directory: Path,
+        name: str,
+        group: str,
+        hparams: dict[str, Any],
+        job_type: str | None = None,
+    ):
+        try:
+            import wandb
+        except ImportError:
+            raise missing_backend("wandb", "wandb") from None
+        self.wandb = wandb
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", DEFAULT_PROJECT),
+            name=f"{group}/{name}",
+            group=group,
+            job_type=job_type,
+            config=dict(hparams),
+            dir=str(directory),
+            reinit="create_new",
+            settings=wandb.Settings(console="off", silent=True),
+        )
+        self.run.define_metric("env_steps")
+        self.run.define_metric("*", step_metric="env_steps")
+
+    def log_scalars(self, step: int, values: Mapping[str, float]) -> None:
+        self.run.log({**values, "env_steps": step})
+
+    def log_hparams(self, hparams: Mapping[str, Any], metrics: Mapping[str, float]) -> None:
+        self.run.config.update(dict(hparams), allow_val_change=True)
+        self.run.summary.update(dict(metrics))
+
+    def log_gif(self, tag: str, path: Path, step: int) -> None:
+        self.run.log({tag: self.wandb.Video(str(path), format="gif"), "env_steps": step})
+
+    def close(self) -> None:
+        self.run.finish()

@@ -1,0 +1,70 @@
+"""The static TrainConfig of a run and its update count."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ppage_jax.env import GridWorld
+from ppage_jax.train.hyperparams import Hyperparams
+from ppage_jax.train.roles import LEARN, ROLES
+from ppage_jax.types import pytree_dataclass, static_field
+
+
+@pytree_dataclass
+class TrainConfig:
+    """Everything static about a training run. It has no array leaves, so ``jit`` and
+    ``vmap`` treat it as a constant (``in_axes=None``) and a new one recompiles.
+
+    Build it with :func:`ppage_jax.train.make_train_config` from a validated Config.
+    """
+
+    env: GridWorld = static_field()
+    algorithm: str = static_field()
+    hp: Hyperparams = static_field()  # the algorithm's declaration, filled in
+    num_envs: int = static_field()
+    num_updates: int = static_field()
+    episodes: int | None = static_field()  # stop after this many episodes
+    roles: tuple[str, str] = static_field()  # per ROLES: "learn" or a baseline
+    config_hash: str = static_field()  # Config.hash(): every section
+    policy_hash: str = static_field()  # what the trained policy depends on
+
+    @property
+    def steps_per_update(self) -> int:
+        """Turns each grid takes per update (the rollout length)."""
+        return self.hp.num_steps
+
+    @property
+    def env_steps_per_update(self) -> int:
+        return self.num_envs * self.hp.num_steps
+
+    def agents_of(self, role: str) -> np.ndarray:
+        """int indices of the agent rows of ``role``."""
+        is_pred = np.asarray(self.env.is_predator, bool)
+        return np.flatnonzero(is_pred if role == "predator" else ~is_pred)
+
+    def learns(self, role: str) -> bool:
+        """True when the algorithm trains ``role`` (and the role has agents)."""
+        return self.roles[ROLES.index(role)] == LEARN and len(self.agents_of(role)) > 0
+
+    @property
+    def learning_roles(self) -> tuple[str, ...]:
+        return tuple(r for r in ROLES if self.learns(r))
+
+
+def num_updates_for(
+    total_timesteps: int | None,
+    episodes: int | None,
+    num_envs: int,
+    num_steps: int,
+    max_steps: int | None,
+) -> int:
+    """Static update count: ``total_timesteps // (num_envs * num_steps)`` (at least 1), or,
+    with an episode budget, enough updates for ``episodes`` episodes of ``max_steps`` turns
+    (the loop stops early once the budget is reached)."""
+    per_update = num_envs * num_steps
+    if total_timesteps is not None:
+        return max(1, total_timesteps // per_update)
+    assert episodes is not None and max_steps is not None
+    return max(1, math.ceil(episodes * max_steps / per_update))

@@ -1,0 +1,380 @@
+"""A reward-hacking monitor over a run's metrics rows, update by update (host side).
+
+For every seed and learning role it compares the trend of the shaped return (every term as
+paid, summed) over the last ``window`` active updates with the task metrics, and raises:
+
+- ``hacking``: the shaped return rises while a task metric worsens for that role (capture
+  rate, time to capture of the captured episodes, the base term's return);
+- ``episode_length``: the shaped return rises while the episode length moves against the
+  role's task (longer for predators, shorter for prey);
+- ``share``: a shaping term's share of the role's return (``|R_term| / sum |R|``, window
+  median) drifts above ``share_threshold`` from at or below it over the first window, while
+  no task metric (nor the episode length) has improved for the role since that window (by
+  ``min_change``, window medians): prey paid per turn alive that learn to evade see their
+  survival share grow, and that is not hacking.
+
+A trend is Kendall's tau against the update index with ``p < alpha`` and a Theil-Sen change
+over the window of at least ``min_change`` (relative to the window's median magnitude;
+absolute for the capture rate). A condition must hold ``patience`` updates in a row. Flags
+become 0/1 columns ``monitor/<check>/<role>[/<term>]`` of the rows, :meth:`Monitor.summary`
+goes to summary.json and :func:`monitor_table` prints the end-of-run table. Configured by
+``experiment.monitor`` (``enabled``, ``window``, ``patience``, ``alpha``, ``min_change``,
+``share_threshold``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+PREFIX = "monitor/"
+# Direction in which a metric moving is bad for a role's task (+1 rising, -1 falling).
+TASK_BAD = {
+    "predator": {"capture_rate": -1, "steps_to_capture": +1, "base_return": -1},
+    "prey": {"capture_rate": +1, "steps_to_capture": -1, "base_return": -1},
+}
+LENGTH_BAD = {"predator": +1, "prey": -1}
+CHECKS = {
+    "hacking": "shaped return up while the task gets worse",
+    "episode_length": "shaped return up, episode length against the task",
+    "share": "shaping term's share of the return drifted above {threshold:g}",
+}
+# Metrics compared on an absolute scale (rates in [0, 1]).
+ABSOLUTE = ("capture_rate",)
+
+
+@dataclasses.dataclass(frozen=True)
+class MonitorConfig:
+    """``experiment.monitor``."""
+
+    enabled: bool = True
+    window: int = 20
+    patience: int = 3
+    alpha: float = 0.01
+    min_change: float = 0.1
+    share_threshold: float = 0.8
+
+    @classmethod
+    def from_experiment(cls, exp: Mapping[str, Any]) -> MonitorConfig:
+        return cls(**dict(exp.get("monitor") or {}))
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """A check that fired for the first time for a seed."""
+
+    check: str
+    role: str
+    seed: int
+    update: int
+    env_steps: int
+    detail: str
+    term: str | None = None
+
+    @property
+    def column(self) -> str:
+        return column(self.check, self.role, self.term)
+
+    @property
+    def message(self) -> str:
+        return (
+            f"reward-hacking monitor: seed {self.seed}, {self.role}: {self.detail} "
+            f"(update {self.update}, {self.env_steps:,} env steps)"
+        )
+
+
+def column(check: str, role: str, term: str | None = None) -> str:
+    return PREFIX + "/".join(p for p in (check, role, term) if p)
+
+
+@dataclasses.dataclass(frozen=True)
+class Trend:
+    """A significant monotone trend: direction (+1/-1), Kendall's tau and the change over
+    the window (relative, or absolute for ABSOLUTE metrics)."""
+
+    direction: int
+    tau: float
+    change: float
+
+
+def trend(values: Sequence[float], cfg: MonitorConfig, absolute: bool = False) -> Trend | None:
+    """The significant trend of ``values`` (NaNs dropped), or None."""
+    from scipy import stats
+
+    y = np.asarray(values, np.float64)
+    x = np.arange(y.size, dtype=np.float64)
+    keep = np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if y.size < max(4, cfg.window // 2) or np.ptp(y) == 0 or not _may_trend(y, cfg.alpha):
+        return None
+    tau = stats.kendalltau(x, y)
+    if not (tau.pvalue < cfg.alpha):
+        return None
+    span = stats.theilslopes(y, x).slope * (x[-1] - x[0])
+    scale = 1.0 if absolute else max(float(np.median(np.abs(y))), 1e-9)
+    change = span / scale
+    if abs(change) < cfg.min_change or np.sign(change) != np.sign(tau.statistic):
+        return None
+    return Trend(int(np.sign(change)), float(tau.statistic), float(change))
+
+
+def _median(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return float(np.median(finite)) if finite else math.nan
+
+
+def _moved(start: float, now: float, direction: int, min_change: float, absolute: bool) -> bool:
+    """Whether a level moved from ``start`` to ``now`` by ``min_change`` in ``direction``
+    (relative to ``|start|`` unless ``absolute``)."""
+    if not (math.isfinite(start) and math.isfinite(now)):
+        return False
+    scale = 1.0 if absolute else max(abs(start), 1e-9)
+    return direction * (now - start) / scale >= min_change
+
+
+@functools.lru_cache(maxsize=8)
+def _critical_z(alpha: float) -> float:
+    from scipy import stats
+
+    return float(stats.norm.isf(alpha / 2))
+
+
+def _may_trend(y: np.ndarray, alpha: float) -> bool:
+    """A cheap necessary condition for Kendall's test: Mann-Kendall's S, normal with its
+    tie-corrected variance, within 80 % of the critical z (far looser than the exact test),
+    so the exact test runs only where it might pass."""
+    n = y.size
+    upper = np.triu_indices(n, 1)
+    s = np.sign(y[None, :] - y[:, None])[upper].sum()
+    _, counts = np.unique(y, return_counts=True)
+    var = (n * (n - 1) * (2 * n + 5) - (counts * (counts - 1) * (2 * counts + 5)).sum()) / 18
+    return var > 0 and abs(s) / math.sqrt(var) >= 0.8 * _critical_z(alpha)
+
+
+def _describe(name: str, t: Trend) -> str:
+    word = "rising" if t.direction > 0 else "falling"
+    amount = f"{t.change:+.2f}" if name in ABSOLUTE else f"{100 * t.change:+.0f} %"
+    return f"{name} {word} ({amount}, tau {t.tau:+.2f})"
+
+
+class Monitor:
+    """Watches the metrics rows of a run (``observe`` them in update order, any seeds)."""
+
+    def __init__(
+        self,
+        cfg: MonitorConfig,
+        roles: Iterable[str],
+        terms: Sequence[str],
+        shaping: Mapping[str, Sequence[str]],
+    ):
+        """``roles``: the learning roles; ``terms``: every reward term (columns
+        ``return/<role>/<term>``); ``shaping``: per role, the non-base terms paid to it."""
+        self.cfg = cfg
+        self.terms = tuple(terms)
+        self.shaping = {r: tuple(shaping.get(r, ())) for r in roles}
+        self.columns = []
+        for role, shaped in self.shaping.items():
+            if shaped:
+                self.columns += [column("hacking", role), column("episode_length", role)]
+                self.columns += [column("share", role, t) for t in shaped]
+        self.history: dict[int, list[dict]] = {}
+        self.streak: dict[tuple[int, str], int] = {}
+        self.start_share: dict[tuple[int, str], float] = {}
+        self.start_levels: dict[tuple[int, str], dict[str, float]] = {}
+        self.flags: list[Flag] = []
+
+    @classmethod
+    def for_run(cls, cfg: MonitorConfig, tc: Any, params: Any) -> Monitor:
+        """The monitor of a training run: its learning roles and the terms paid to them."""
+        masks = np.asarray(params.reward.role_masks)  # [T, A]
+        weights = np.asarray(params.reward.weights)
+        shaping = {}
+        for role in tc.learning_roles:
+            rows = tc.agents_of(role)
+            shaping[role] = [
+                t
+                for i, t in enumerate(tc.env.reward_terms)
+                if t != "base" and masks[i, rows].any() and weights[i] != 0
+            ]
+        return cls(cfg, tc.learning_roles, tc.env.reward_terms, shaping)
+
+    def fresh(self) -> Monitor:
+        """A monitor with the same checks and no history."""
+        return Monitor(self.cfg, tuple(self.shaping), self.terms, self.shaping)
+
+    # ------------------------------------------------------------------ per row
+    def observe(self, rows: Iterable[dict]) -> list[Flag]:
+        """Add the monitor columns to each row (in place) and return the flags raised for
+        the first time. Inactive rows get zeros and are not part of any window."""
+        new = []
+        for row in rows:
+            for name in self.columns:
+                row[name] = 0
+            if not self.cfg.enabled or not self.columns or not row.get("active", True):
+                continue
+            seed = int(row.get("seed", 0))
+            history = self.history.setdefault(seed, [])
+            history.append(row)
+            window = history[-self.cfg.window :]
+            if len(window) < self.cfg.window:
+                continue
+            for name, detail in self._conditions(seed, window).items():
+                key = (seed, name)
+                self.streak[key] = self.streak.get(key, 0) + 1 if detail else 0
+                if self.streak[key] >= self.cfg.patience:
+                    row[name] = 1
+                    if not any(f.seed == seed and f.column == name for f in self.flags):
+                        check, role, *term = name[len(PREFIX) :].split("/")
+                        flag = Flag(
+                            check,
+                            role,
+                            seed,
+                            int(row.get("update", len(history))),
+                            int(row.get("env_steps", 0)),
+                            detail or "",
+                            term[0] if term else None,
+                        )
+                        self.flags.append(flag)
+                        new.append(flag)
+        return new
+
+    def _series(self, window: list[dict], role: str, name: str) -> list[float]:
+        if name == "shaped":
+            return [
+                sum(float(r.get(f"return/{role}/{t}", 0.0)) for t in self.terms) for r in window
+            ]
+        if name == "base_return":
+            return [float(r.get(f"return/{role}/base", math.nan)) for r in window]
+        return [float(r.get(name, math.nan)) for r in window]
+
+    def _conditions(self, seed: int, window: list[dict]) -> dict[str, str | None]:
+        """Each monitor column: a description when its condition holds now, else None."""
+        out: dict[str, str | None] = {}
+        for role, shaped_terms in self.shaping.items():
+            if shaped_terms:
+                out.update(self._role_conditions(seed, window, role, shaped_terms))
+        return out
+
+    def _role_conditions(
+        self, seed: int, window: list[dict], role: str, shaped_terms: Sequence[str]
+    ) -> dict[str, str | None]:
+        bad = {
+            m: d for m, d in TASK_BAD[role].items() if m != "base_return" or "base" in self.terms
+        }
+        bad["episode_length"] = LENGTH_BAD[role]
+        trends: dict[str, Trend | None] = {}
+
+        def moving(metric: str) -> Trend | None:  # computed when first needed
+            if metric not in trends:
+                trends[metric] = trend(
+                    self._series(window, role, metric), self.cfg, metric in ABSOLUTE
+                )
+            return trends[metric]
+
+        def heading(metric: str, direction: int) -> bool:
+            t = moving(metric)
+            return t is not None and t.direction == direction
+
+        out: dict[str, str | None] = {}
+        rising = heading("shaped", +1)
+        lead = f"{_describe('shaped return', moving('shaped'))} while " if rising else ""
+        worse = [
+            _describe(m, moving(m))
+            for m in bad
+            if rising and m != "episode_length" and heading(m, bad[m])
+        ]
+        out[column("hacking", role)] = lead + ", ".join(worse) if worse else None
+        out[column("episode_length", role)] = (
+            lead + _describe("episode_length", moving("episode_length"))
+            if rising and heading("episode_length", bad["episode_length"])
+            else None
+        )
+        levels = {m: _median(self._series(window, role, m)) for m in bad}
+        start = self.start_levels.setdefault((seed, role), levels)
+        improved = any(
+            _moved(start[m], levels[m], -d, self.cfg.min_change, m in ABSOLUTE)
+            for m, d in bad.items()
+        )
+        for term in shaped_terms:
+            drift = self._share(seed, window, role, term)
+            out[column("share", role, term)] = None if improved else drift
+        return out
+
+    def _share(self, seed: int, window: list[dict], role: str, term: str) -> str | None:
+        """The drift of ``term``'s share of ``role``'s return above the threshold, or None."""
+        shares = []
+        for r in window:
+            magnitudes = [abs(float(r.get(f"return/{role}/{t}", 0.0))) for t in self.terms]
+            total = sum(magnitudes)
+            if math.isfinite(total) and total > 0:
+                shares.append(abs(float(r.get(f"return/{role}/{term}", 0.0))) / total)
+        if len(shares) < max(4, self.cfg.window // 2):
+            return None
+        now = float(np.median(shares))
+        start = self.start_share.setdefault((seed, f"{role}/{term}"), now)
+        threshold = self.cfg.share_threshold
+        if start <= threshold < now:
+            return (
+                f"{term}'s share of the return drifted from {start:.2f} to {now:.2f} "
+                f"(threshold {threshold:g})"
+            )
+        return None
+
+    # ------------------------------------------------------------------ reports
+    def summary(self) -> dict:
+        """summary.json's ``monitor`` section."""
+        return {
+            "config": dataclasses.asdict(self.cfg),
+            "checks": list(self.columns),
+            "flagged": bool(self.flags),
+            "flags": [
+                dict(dataclasses.asdict(f), column=f.column)
+                for f in sorted(self.flags, key=lambda f: (f.seed, f.update, f.column))
+            ],
+        }
+
+
+def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
+    """The end-of-run table: each check, its status and the first flag's detail."""
+    cfg = summary["config"]
+    lines = [
+        f"REWARD-HACKING MONITOR: trends over the last {cfg['window']} updates (Kendall "
+        f"p < {cfg['alpha']:g}, change >= {cfg['min_change']:g}, held {cfg['patience']} "
+        f"updates)"
+    ]
+    if not cfg["enabled"]:
+        return lines[0] + "\n  disabled (experiment.monitor.enabled: false)"
+    if not summary["checks"]:
+        return lines[0] + "\n  nothing to watch: no learning role is paid a shaping term"
+    by_column: dict[str, list[dict]] = {}
+    for flag in summary["flags"]:
+        by_column.setdefault(flag["column"], []).append(flag)
+    rows = []
+    for name in summary["checks"]:
+        check, role, *term = name[len(PREFIX) :].split("/")
+        label = CHECKS[check].format(threshold=cfg["share_threshold"])
+        if term:
+            label = label.replace("shaping term", term[0])
+        flags = by_column.get(name, [])
+        status = f"FLAGGED ({len(flags)}/{num_seeds} seeds)" if flags else "ok"
+        first = min((f["env_steps"] for f in flags), default=None)
+        rows.append((label, role, status, "" if first is None else f"{first:,}"))
+    widths = [
+        max(len(r[i]) for r in rows + [("check", "role", "status", "first flag at")])
+        for i in range(4)
+    ]
+    header = ("check", "role", "status", "first flag at")
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines.append("-" * len(lines[-1]))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    for flag in summary["flags"]:
+        lines.append(
+            f"  seed {flag['seed']} {flag['role']}: {flag['detail']} "
+            f"(update {flag['update']}, {flag['env_steps']:,} env steps)"
+        )
+    return "\n".join(lines)

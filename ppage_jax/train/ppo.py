@@ -1,0 +1,349 @@
+"""What the PPO learners (``ippo``, ``mappo``) share: the actor-critic network, the rollout,
+GAE, the clipped loss, the minibatch update and the policy functions (PureJaxRL style).
+
+Each learning role has one actor-critic network shared by all its agents; the agent's one-hot
+id within the role is appended to its observation. The actor reads the role's observation
+through the encoder that fits it (:mod:`ppage_jax.train.encoders`). The critic reads the same
+observation (``ippo``) or, given a ``critic_input`` function, a centralised input such as the
+global state (``mappo``). Every update collects ``num_steps`` turns from ``num_envs`` grids,
+computes GAE per agent, and runs ``update_epochs`` epochs of ``num_minibatches`` clipped-PPO
+minibatch steps per role.
+
+- Bootstrap: ``V`` of the state after every step (``final_obs``, ``final_state``), cut only by
+  termination (the episode's, or the prey's own capture); truncation bootstraps.
+- Masking: transitions of a prey that was already captured before the step have weight 0 in
+  every loss term and in the advantage normalisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from flax.training.train_state import TrainState
+
+from ppage_jax.state import EnvParams, State
+from ppage_jax.train import networks, progress, roles
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.encoders import Encoder, InputSpec, activation_fn, input_spec, scaled_init
+from ppage_jax.train.hyperparams import IPPOHyperparams
+from ppage_jax.train.progress import Progress
+from ppage_jax.train.rollout import EnvCarry, env_reset, env_step, masked_mean
+
+# critic_input(tc, role, state[E]) -> float[E, n_role, G]: a centralised critic's input.
+CriticInput = Callable[[TrainConfig, str, State], jax.Array]
+
+
+# --------------------------------------------------------------------------- network
+class ActorCritic(nn.Module):
+    """Separate actor and critic: ``(x float[..., F], critic_x) -> (logits [..., nA], value
+    [...])``. Each reads its input through its own encoder (``spec``; none for ``mlp``) and
+    ``hidden_layers``; with ``critic_x`` (a centralised input) the critic reads that instead,
+    through MLP layers. ``actor_only`` skips the critic (value None)."""
+
+    num_actions: int
+    hidden_layers: Sequence[int]
+    activation: str = "tanh"
+    spec: InputSpec | None = None
+    encoder_width: int = 16
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, critic_x: jax.Array | None = None, actor_only: bool = False
+    ) -> tuple[jax.Array, jax.Array | None]:
+        act = activation_fn(self.activation)
+
+        def trunk(h, name, encode):
+            # PureJaxRL's gains: sqrt(2) hidden, 0.01 policy head, 1 value head.
+            if encode and self.spec is not None and self.spec.network != "mlp":
+                h = Encoder(self.spec, self.encoder_width, self.activation, name=f"{name}_encoder")(
+                    h
+                )
+            for i, width in enumerate(self.hidden_layers):
+                h = act(nn.Dense(width, kernel_init=scaled_init(np.sqrt(2)), name=f"{name}_{i}")(h))
+            return h
+
+        logits = nn.Dense(self.num_actions, kernel_init=scaled_init(0.01), name="actor_out")(
+            trunk(x, "actor", True)
+        )
+        if actor_only:
+            return logits, None
+        critic = trunk(x, "critic", True) if critic_x is None else trunk(critic_x, "critic", False)
+        value = nn.Dense(1, kernel_init=scaled_init(1.0), name="critic_out")(critic)
+        return logits, value[..., 0]
+
+
+def network(tc: TrainConfig) -> ActorCritic:
+    """The actor-critic of ``tc`` (its encoder chosen by ``hp.network``)."""
+    hp = tc.hp
+    return ActorCritic(
+        tc.env.num_actions,
+        hp.hidden_layers,
+        hp.activation,
+        input_spec(tc.env, hp.network),
+        hp.encoder_width,
+    )
+
+
+# --------------------------------------------------------------------------- state
+@struct.dataclass
+class RunnerState:
+    learners: dict  # role -> flax TrainState (learning roles only)
+    env: EnvCarry
+    key: jax.Array
+    progress: Progress
+
+
+def optimizer(tc: TrainConfig) -> optax.GradientTransformation:
+    """Adam (learning rate annealed linearly to 0 with ``anneal_lr``) after global-norm
+    clipping."""
+    hp = tc.hp
+    steps_per_update = hp.update_epochs * hp.num_minibatches
+    if hp.anneal_lr:
+        lr = optax.linear_schedule(hp.learning_rate, 0.0, tc.num_updates * steps_per_update)
+    else:
+        lr = hp.learning_rate
+    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+
+def _critic_x(
+    critic_input: CriticInput | None, tc: TrainConfig, role: str, state: State
+) -> jax.Array | None:
+    return None if critic_input is None else critic_input(tc, role, state)
+
+
+def init(
+    key: jax.Array, tc: TrainConfig, params: EnvParams, critic_input: CriticInput | None = None
+) -> RunnerState:
+    """Networks, optimisers and the first observations."""
+    k_env, k_net, key = jax.random.split(key, 3)
+    env = env_reset(tc, k_env, params)
+    net = network(tc)
+    first = jax.tree.map(lambda a: a[:1], env.state)
+    learners = {}
+    for i, role in enumerate(tc.learning_roles):
+        x = networks.role_input(tc, role, env.obs[0])
+        c = _critic_x(critic_input, tc, role, first)
+        learners[role] = TrainState.create(
+            apply_fn=net.apply,
+            params=net.init(jax.random.fold_in(k_net, i), x, None if c is None else c[0]),
+            tx=optimizer(tc),
+        )
+    return RunnerState(learners, env, key, progress.progress_init())
+
+
+# --------------------------------------------------------------------------- rollout
+@struct.dataclass
+class Trajectory:
+    """One role's rollout, time-major: [T, E, n_role, ...]."""
+
+    x: jax.Array  # actor (and decentralised critic) input
+    critic_x: jax.Array | None  # centralised critic input (None: the critic reads x)
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    next_value: jax.Array  # V after the step (final_obs / final_state): the bootstrap
+    reward: jax.Array
+    agent_terminal: jax.Array
+    episode_end: jax.Array  # [T, E, n_role] (broadcast from the grid's flag)
+    valid: jax.Array
+
+
+def policy_actions(
+    tc: TrainConfig,
+    learners: dict,
+    key: jax.Array,
+    obs: jax.Array,
+    state: State | None = None,
+    critic_input: CriticInput | None = None,
+    greedy: bool = False,
+) -> tuple[jax.Array, dict]:
+    """Actions int32[E, A] for the learning roles (0 elsewhere) and, per role, the
+    (input, critic input, action, log_prob, value) used by the rollout."""
+    actions = jnp.zeros(obs.shape[:2], jnp.int32)
+    parts = {}
+    for i, role in enumerate(tc.learning_roles):
+        x = networks.role_input(tc, role, obs)
+        c = _critic_x(critic_input, tc, role, state)
+        logits, value = learners[role].apply_fn(learners[role].params, x, c)
+        if greedy:
+            action = jnp.argmax(logits, axis=-1)
+        else:
+            action = jax.random.categorical(jax.random.fold_in(key, i), logits)
+        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], -1)[..., 0]
+        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
+        parts[role] = (x, c, action, log_prob, value)
+    return actions, parts
+
+
+def rollout(
+    runner: RunnerState, tc: TrainConfig, params: EnvParams, critic_input: CriticInput | None = None
+) -> tuple[RunnerState, dict, dict]:
+    """``num_steps`` turns of every grid: new runner, per-role Trajectory, stacked finished."""
+
+    def one_step(carry, _):
+        env, key = carry
+        key, k_act, k_fixed, k_env = jax.random.split(key, 4)
+        actions, parts = policy_actions(
+            tc, runner.learners, k_act, env.obs, env.state, critic_input
+        )
+        actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
+        env, step = env_step(tc, k_env, env, actions, params, tc.hp.gamma)
+        out = {}
+        for role, (x, c, action, log_prob, value) in parts.items():
+            rows = tc.agents_of(role)
+            learner = runner.learners[role]
+            _, next_value = learner.apply_fn(
+                learner.params,
+                networks.role_input(tc, role, step.final_obs),
+                _critic_x(critic_input, tc, role, step.final_state),
+            )
+            out[role] = Trajectory(
+                x=x,
+                critic_x=c,
+                action=action,
+                log_prob=log_prob,
+                value=value,
+                next_value=next_value,
+                reward=step.reward[:, rows] * tc.hp.reward_scale,
+                agent_terminal=step.agent_terminal[:, rows],
+                episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
+                valid=step.valid[:, rows],
+            )
+        return (env, key), (out, step.finished)
+
+    (env, key), (trajectories, finished) = jax.lax.scan(
+        one_step, (runner.env, runner.key), None, length=tc.hp.num_steps
+    )
+    return runner.replace(env=env, key=key), trajectories, finished
+
+
+def gae(traj: Trajectory, gamma: float, lam: float) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimates and value targets, [T, E, n].
+
+    delta_t = r_t + gamma * V(final_obs_t) * (1 - agent_terminal_t) - V(s_t); the recursion
+    is cut at the end of the grid's episode and at the agent's own termination.
+    """
+    not_terminal = 1.0 - traj.agent_terminal.astype(jnp.float32)
+    delta = traj.reward + gamma * traj.next_value * not_terminal - traj.value
+    carry_on = not_terminal * (1.0 - traj.episode_end.astype(jnp.float32))
+
+    def back(next_adv, inputs):
+        d, c = inputs
+        adv = d + gamma * lam * c * next_adv
+        return adv, adv
+
+    _, advantages = jax.lax.scan(back, jnp.zeros_like(delta[0]), (delta, carry_on), reverse=True)
+    return advantages, advantages + traj.value
+
+
+# --------------------------------------------------------------------------- learning
+def ppo_loss(
+    net_params,
+    apply_fn,
+    hp: IPPOHyperparams,
+    batch: Trajectory,
+    advantages: jax.Array,
+    targets: jax.Array,
+) -> tuple[jax.Array, dict]:
+    """Clipped PPO loss over the valid entries of a minibatch [B, n]."""
+    logits, value = apply_fn(net_params, batch.x, batch.critic_x)
+    log_probs = jax.nn.log_softmax(logits)
+    log_prob = jnp.take_along_axis(log_probs, batch.action[..., None], -1)[..., 0]
+    mask = batch.valid
+    adv_mean = masked_mean(advantages, mask)
+    adv_std = jnp.sqrt(masked_mean((advantages - adv_mean) ** 2, mask))
+    adv = (advantages - adv_mean) / (adv_std + 1e-8)
+    ratio = jnp.exp(log_prob - batch.log_prob)
+    surrogate = jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - hp.clip_eps, 1 + hp.clip_eps) * adv)
+    actor_loss = -masked_mean(surrogate, mask)
+    value_clipped = batch.value + jnp.clip(value - batch.value, -hp.clip_eps, hp.clip_eps)
+    value_loss = 0.5 * masked_mean(
+        jnp.maximum((value - targets) ** 2, (value_clipped - targets) ** 2), mask
+    )
+    entropy = masked_mean(-(jnp.exp(log_probs) * log_probs).sum(-1), mask)
+    total = actor_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
+    return total, {"actor_loss": actor_loss, "value_loss": value_loss, "entropy": entropy}
+
+
+def learn(
+    learner: TrainState, traj: Trajectory, hp: IPPOHyperparams, key: jax.Array
+) -> tuple[TrainState, dict]:
+    """``update_epochs`` x ``num_minibatches`` PPO steps on one role's trajectory."""
+    advantages, targets = gae(traj, hp.gamma, hp.gae_lambda)
+    batch_size = traj.reward.shape[0] * traj.reward.shape[1]
+    flat = jax.tree.map(
+        lambda a: a.reshape((batch_size,) + a.shape[2:]), (traj, advantages, targets)
+    )
+    grad_fn = jax.value_and_grad(ppo_loss, has_aux=True)
+
+    def epoch(learner, k):
+        order = jax.random.permutation(k, batch_size)
+        shuffled = jax.tree.map(
+            lambda a: a[order].reshape((hp.num_minibatches, -1) + a.shape[1:]), flat
+        )
+
+        def minibatch(learner, mb):
+            batch, adv, tgt = mb
+            (_, aux), grads = grad_fn(learner.params, learner.apply_fn, hp, batch, adv, tgt)
+            return learner.apply_gradients(grads=grads), aux
+
+        return jax.lax.scan(minibatch, learner, shuffled)
+
+    learner, aux = jax.lax.scan(epoch, learner, jax.random.split(key, hp.update_epochs))
+    return learner, jax.tree.map(jnp.mean, aux)
+
+
+def update(
+    runner: RunnerState, tc: TrainConfig, params: EnvParams, critic_input: CriticInput | None = None
+) -> tuple[RunnerState, dict]:
+    """One rollout and one PPO update of every learning role; returns a metrics row."""
+    runner, trajectories, finished = rollout(runner, tc, params, critic_input)
+    key, k_learn = jax.random.split(runner.key)
+    learners, losses = {}, {}
+    for i, role in enumerate(tc.learning_roles):
+        learners[role], aux = learn(
+            runner.learners[role], trajectories[role], tc.hp, jax.random.fold_in(k_learn, i)
+        )
+        for name, value in aux.items():
+            losses[f"{name}/{role}"] = value
+    row = progress.episode_metrics(tc, finished)
+    row["losses"] = losses
+    runner = runner.replace(
+        learners=learners, key=key, progress=progress.advance(runner.progress, tc, row)
+    )
+    return runner, row
+
+
+# --------------------------------------------------------------------------- policy
+def policy_state(runner: RunnerState) -> dict:
+    """What the policy needs (and what checkpoints hold): role -> network params (the
+    critic's included)."""
+    return {role: learner.params for role, learner in runner.learners.items()}
+
+
+def _logits(tc: TrainConfig, policy: dict, role: str, obs: jax.Array) -> jax.Array:
+    return network(tc).apply(policy[role], networks.role_input(tc, role, obs), actor_only=True)[0]
+
+
+def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
+    """Argmax actions int32[E, A] for the learning roles (0 for the others)."""
+    actions = jnp.zeros(obs.shape[:2], jnp.int32)
+    for role in tc.learning_roles:
+        action = jnp.argmax(_logits(tc, policy, role, obs), -1)
+        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
+    return actions
+
+
+def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
+    """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
+    actions = jnp.zeros(obs.shape[:2], jnp.int32)
+    for i, role in enumerate(tc.learning_roles):
+        action = jax.random.categorical(jax.random.fold_in(key, i), _logits(tc, policy, role, obs))
+        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
+    return actions

@@ -1,0 +1,71 @@
+"""The algorithm contract as code: what a module registered as an algorithm provides.
+
+An algorithm is a module (modules satisfy protocols, PEP 544). Optional capabilities are
+declared, never probed: ``STOCHASTIC = True`` promises ``sample_actions``
+(:class:`StochasticAlgorithm`).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import jax
+
+    from ppage_jax.state import EnvParams
+    from ppage_jax.train.config import TrainConfig
+    from ppage_jax.train.hyperparams import Hyperparams
+
+
+@runtime_checkable
+class Algorithm(Protocol):
+    """A training algorithm. Pure and jittable; ``tc`` is static, ``params`` traced."""
+
+    Hyperparams: type[Hyperparams]  # its declaration (ppage_jax.train.hyperparams)
+    STOCHASTIC: bool  # True: it also implements StochasticAlgorithm
+
+    def init(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> Any:
+        """The runner state before the first update."""
+
+    def update(self, runner: Any, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
+        """One update: the new runner state and a metrics row."""
+
+    def train(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
+        """``init`` then ``tc.num_updates`` updates: (runner state, stacked metrics)."""
+
+    def policy_state(self, runner: Any) -> Any:
+        """What the greedy policy needs (and what checkpoints hold)."""
+
+    def greedy_actions(
+        self, tc: TrainConfig, policy: Any, key: jax.Array, obs: jax.Array
+    ) -> jax.Array:
+        """Greedy actions int32[E, A] of the learning roles (0 for the others)."""
+
+
+@runtime_checkable
+class StochasticAlgorithm(Algorithm, Protocol):
+    """An algorithm whose learned policy is a distribution one can sample."""
+
+    def sample_actions(
+        self, tc: TrainConfig, policy: Any, key: jax.Array, obs: jax.Array
+    ) -> jax.Array:
+        """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
+
+
+def members(protocol: type) -> list[str]:
+    """The attribute names a protocol asks for."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls in (Protocol, object, type(protocol)) or not getattr(cls, "_is_protocol", False):
+            continue
+        names.update(getattr(cls, "__annotations__", {}))
+        names.update(n for n, v in vars(cls).items() if callable(v) and not n.startswith("_"))
+    return sorted(names)
+
+
+def missing_members(module: ModuleType) -> list[str]:
+    """What ``module`` lacks to be an :class:`Algorithm` (and a :class:`StochasticAlgorithm`
+    when it declares ``STOCHASTIC = True``); empty when it satisfies the contract."""
+    wanted = members(StochasticAlgorithm if getattr(module, "STOCHASTIC", False) else Algorithm)
+    return [name for name in wanted if not hasattr(module, name)]

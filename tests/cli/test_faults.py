@@ -1,0 +1,236 @@
+"""Fault injection: `ppage-jax run` and `ppage-jax sweep` killed (SIGKILL) at named points
+or interrupted (SIGINT), then resumed, end with exactly the files of an uninterrupted run.
+
+Each scenario is a subprocess started with ``PPAGE_JAX_FAULT=<point>`` (the process signals
+itself there), then ``--resume`` in a second subprocess. The scenarios run a few at a time
+and share one compilation cache; the compile-time kills run without it (so the kill lands in
+XLA) and the resume with it.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from cli_testing import (
+    RUN_UPDATES,
+    SWEEP_CHUNKS,
+    cli_env,
+    run_cli,
+    start_cli,
+    write_run_config,
+    write_sweep_file,
+)
+
+KILLED = -signal.SIGKILL
+INTERRUPTED = 130
+RUN_POINTS = ("compile", "chunk:3", "checkpoint:2", "eval", "write:summary.json")
+SWEEP_POINTS = ("compile", "chunk:2", "commit:2", "write:results.csv", "write:report.md")
+# Killed right after a checkpoint or chunk commit; Ctrl-C (chunk:N@INT) stops there too.
+BETWEEN = "between:1"
+
+
+@dataclasses.dataclass
+class Outcome:
+    """A faulted process, what it left on disk, and its resume."""
+
+    out: Path
+    first: object  # CompletedProcess of the faulted run
+    left: dict  # what was on disk after it
+    resumed: object  # CompletedProcess of the resume
+
+
+def _run_left(out: Path) -> dict:
+    checkpoints = out / "checkpoints"
+    entries = sorted(p.name for p in checkpoints.iterdir()) if checkpoints.is_dir() else []
+    return {
+        "files": sorted(p.name for p in out.iterdir()) if out.is_dir() else [],
+        "steps": sorted(int(n) for n in entries if n.isdigit()),
+        "partial_checkpoints": [n for n in entries if "tmp" in n],
+    }
+
+
+def _sweep_left(out: Path) -> dict:
+    manifest = json.loads((out / "manifest.json").read_text())
+    results = out / "results.csv"
+    rows = list(csv.DictReader(results.open())) if results.is_file() else None
+    return {
+        "files": sorted(p.name for p in out.iterdir()),
+        "chunk_size": manifest["chunk_size"],
+        "finished": sorted(int(i) for i in manifest["chunks"]),
+        "chunk_files": sorted(p.name for p in (out / "chunks").iterdir()),
+        "result_runs": None if rows is None else sorted({(r["arm"], r["seed"]) for r in rows}),
+    }
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    """``(references, scenario, cache)``: the uninterrupted run and sweep directories and
+    ``scenario(kind, point) -> Outcome``."""
+    tmp = tmp_path_factory.mktemp("faults")
+    cache = tmp / "jax-cache"
+    config = write_run_config(tmp / "tiny")
+    sweep = write_sweep_file(tmp / "sweep.yaml")
+
+    def run_args(out):
+        return ["run", str(config), "--out", str(out), "--no-progress"]
+
+    def sweep_args(out):
+        return ["sweep", str(sweep), "--output", str(out), "--no-progress"]
+
+    def reference(kind):
+        out = tmp / f"{kind}-reference"
+        args = run_args(out) if kind == "run" else sweep_args(out)
+        done = run_cli(args, cli_env(cache))
+        assert done.returncode == 0, done.stderr
+        return out
+
+    def scenario(kind, point):
+        out = tmp / f"{kind}-{point.replace(':', '-').replace('@', '-')}"
+        args = run_args(out) if kind == "run" else sweep_args(out)
+        first = run_cli(args, cli_env(cache, point, cache=not point.startswith("compile")))
+        left = _run_left(out) if kind == "run" else _sweep_left(out)
+        resume = ["run", "--resume", str(out)] if kind == "run" else ["sweep", "--resume", str(out)]
+        resumed = run_cli([*resume, "--no-progress"], cli_env(cache))
+        return Outcome(out, first, left, resumed)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        references = dict(zip(("run", "sweep"), pool.map(reference, ("run", "sweep")), strict=True))
+    return references, scenario, cache
+
+
+@pytest.fixture(scope="module")
+def matrix(faults):
+    """Every default scenario, run three at a time: ``(references, outcomes, cache)``."""
+    references, scenario, cache = faults
+    jobs = [("run", p) for p in (*RUN_POINTS, "chunk:3@INT")] + [
+        ("sweep", p) for p in (*SWEEP_POINTS, "chunk:2@INT")
+    ]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        outcomes = dict(zip(jobs, pool.map(lambda job: scenario(*job), jobs), strict=True))
+    return references, outcomes, cache
+
+
+def _assert_resumed_like(reference: Path, outcome: Outcome, names: tuple[str, ...]) -> None:
+    assert outcome.resumed.returncode == 0, outcome.resumed.stderr
+    assert "Traceback" not in outcome.resumed.stderr
+    for name in names:
+        assert (outcome.out / name).read_bytes() == (reference / name).read_bytes(), name
+    assert not list(outcome.out.rglob("*.partial-*"))  # no temporary file left
+
+
+@pytest.mark.parametrize("point", RUN_POINTS)
+def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
+    references, outcomes, _ = matrix
+    outcome = outcomes["run", point]
+    assert outcome.first.returncode == KILLED, outcome.first.stderr
+    left = outcome.left
+    # what the kill left: never a half-written file, only complete checkpoints
+    expected = {
+        "compile": lambda: left["files"] == ["config.yaml"] and left["steps"] == [],
+        "chunk:3": lambda: left["steps"] == [2],
+        "checkpoint:2": lambda: left["steps"] == [2] and left["partial_checkpoints"],
+        "eval": lambda: (
+            left["steps"] == [RUN_UPDATES - 2, RUN_UPDATES]
+            and "metrics.csv" in left["files"]
+            and "summary.json" not in left["files"]
+        ),
+        "write:summary.json": lambda: (
+            "summary.json" not in left["files"]
+            and any(f.startswith(".summary.json.partial-") for f in left["files"])
+        ),
+    }[point]
+    assert expected(), left
+    restored = (
+        0 if point == "compile" else RUN_UPDATES if point in ("eval", "write:summary.json") else 2
+    )
+    assert outcome.resumed.stdout.startswith(
+        f"resuming {outcome.out} from " + (f"update {restored}" if restored else "the start")
+    )
+    _assert_resumed_like(references["run"], outcome, ("metrics.csv", "checkpoint.msgpack"))
+    summary = json.loads((outcome.out / "summary.json").read_text())
+    reference = json.loads((references["run"] / "summary.json").read_text())
+    assert summary["evaluation"] == reference["evaluation"]
+    assert summary["resumed_from_update"] == restored
+
+
+@pytest.mark.parametrize("point", SWEEP_POINTS)
+def test_killed_sweep_resumes_to_the_same_results(matrix, point):
+    references, outcomes, _ = matrix
+    outcome = outcomes["sweep", point]
+    assert outcome.first.returncode == KILLED, outcome.first.stderr
+    left = outcome.left
+    first_chunk = [("base_only", "0")]
+    expected = {
+        "compile": lambda: left["chunk_size"] is None and left["result_runs"] is None,
+        "chunk:2": lambda: left["finished"] == [0] and left["result_runs"] == first_chunk,
+        # chunk 1's rows are on disk but not committed: results.csv does not show them
+        "commit:2": lambda: (
+            left["finished"] == [0]
+            and "00001.results.csv" in left["chunk_files"]
+            and left["result_runs"] == first_chunk
+        ),
+        "write:results.csv": lambda: left["finished"] == [0] and left["result_runs"] is None,
+        "write:report.md": lambda: (
+            left["finished"] == list(range(SWEEP_CHUNKS)) and "report.md" not in left["files"]
+        ),
+    }[point]
+    assert expected(), left
+    _assert_resumed_like(references["sweep"], outcome, ("results.csv", "curves.csv"))
+    resumed_chunks = len(left["finished"])
+    assert f"4 chunk(s) of 1, {resumed_chunks} resumed" in outcome.resumed.stdout
+    assert (outcome.out / "report.md").is_file()
+
+
+@pytest.mark.parametrize("kind", ["run", "sweep"])
+def test_ctrl_c_stops_between_chunks_and_prints_the_resume_command(matrix, kind):
+    references, outcomes, _ = matrix
+    outcome = outcomes[kind, "chunk:3@INT" if kind == "run" else "chunk:2@INT"]
+    first = outcome.first
+    assert first.returncode == INTERRUPTED, first.stderr
+    assert "Traceback" not in first.stderr
+    last = first.stderr.strip().splitlines()[-1]
+    assert last.endswith(f"resume with: ppage-jax {kind} --resume {outcome.out}")
+    if kind == "run":  # the chunk that was running finished and was checkpointed
+        assert "kept checkpoint of update 3" in last and outcome.left["steps"] == [2, 3]
+        _assert_resumed_like(references["run"], outcome, ("metrics.csv", "checkpoint.msgpack"))
+    else:
+        assert "kept 2 finished chunk(s) (2 of 4 runs)" in last
+        assert outcome.left["finished"] == [0, 1]
+        _assert_resumed_like(references["sweep"], outcome, ("results.csv", "curves.csv"))
+
+
+def test_ctrl_c_during_compile_exits_130_without_a_traceback(matrix, tmp_path):
+    _, _, cache = matrix
+    config = write_run_config(tmp_path / "tiny")
+    out = tmp_path / "run"
+    process = start_cli(
+        ["run", str(config), "--out", str(out), "--no-progress"], cli_env(cache, cache=False)
+    )
+    for line in process.stdout:  # printed just before training starts
+        if line.startswith("training iql"):
+            break
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == INTERRUPTED, stderr
+    assert "Traceback" not in stderr and "Segmentation" not in stderr
+    assert "Ctrl-C: stopping after the current chunk" in stderr
+    assert stderr.strip().splitlines()[-1].endswith(f"resume with: ppage-jax run --resume {out}")
+
+
+@pytest.mark.slow
+def test_killed_between_chunks_resumes(faults):
+    references, scenario, _ = faults
+    run = scenario("run", BETWEEN)
+    assert run.first.returncode == KILLED and run.left["steps"] == [2]
+    _assert_resumed_like(references["run"], run, ("metrics.csv", "checkpoint.msgpack"))
+    sweep = scenario("sweep", BETWEEN)
+    assert sweep.first.returncode == KILLED and sweep.left["finished"] == [0]
+    _assert_resumed_like(references["sweep"], sweep, ("results.csv", "curves.csv"))

@@ -1,0 +1,196 @@
+"""The algorithm contract: the registry, the Protocol, the hyperparameter declarations and the
+documentation generated from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+from pathlib import Path
+
+import jax
+import pytest
+
+import ppage_jax as pj
+from ppage_jax.config import ConfigError, Field
+from ppage_jax.train import baseline, registry
+from ppage_jax.train import hyperparams as hp
+from ppage_jax.train.protocol import Algorithm, StochasticAlgorithm, missing_members
+
+# The shipped algorithms and whether their policy is one to sample (STOCHASTIC).
+SHIPPED = {
+    "random": False,
+    "ippo": True,
+    "dqn": False,
+    "iql": False,
+    "cql": False,
+    "mixed": False,
+    "mappo": True,
+}
+REGISTERED = tuple(registry.ALGORITHMS)
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_every_registered_algorithm_satisfies_the_protocol(name):
+    module = pj.train.algorithm(name)
+    assert isinstance(module, Algorithm)
+    assert module.Hyperparams is registry.ALGORITHMS[name].hyperparams
+    assert isinstance(module.STOCHASTIC, bool)
+    assert isinstance(module, StochasticAlgorithm) is module.STOCHASTIC
+    assert missing_members(module) == []
+
+
+def test_the_shipped_algorithms_declare_their_capabilities():
+    assert set(SHIPPED) <= set(registry.ALGORITHMS)  # (other tests may re-insert entries)
+    assert {name: pj.train.algorithm(name).STOCHASTIC for name in SHIPPED} == SHIPPED
+    assert callable(pj.train)  # still callable with learners imported
+
+
+@pytest.mark.parametrize("name", REGISTERED)
+def test_every_default_passes_its_own_check_and_has_a_doc(name):
+    cls = registry.ALGORITHMS[name].hyperparams
+    assert hp.undeclared_fields(cls) == []
+    for key, value in hp.defaults(cls).items():
+        assert hp.checks(cls)[key].validate(value) == value, key
+    assert hp.from_params(cls, hp.defaults(cls)) == cls()
+
+
+def test_declarations_keep_the_documented_defaults():
+    assert hp.defaults(hp.IPPOHyperparams) == {
+        "num_steps": 32,
+        "gamma": 0.99,
+        "learning_rate": 1e-3,
+        "hidden_layers": [64, 64],
+        "obs_scale": None,
+        "reward_scale": 0.01,
+        "anneal_lr": True,
+        "update_epochs": 2,
+        "num_minibatches": 4,
+        "gae_lambda": 0.95,
+        "clip_eps": 0.2,
+        "ent_coef": 0.01,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+        "activation": "tanh",
+        "network": None,
+        "encoder_width": 16,
+    }
+    assert hp.defaults(hp.MAPPOHyperparams) == hp.defaults(hp.IPPOHyperparams)
+    dqn = hp.defaults(hp.DQNHyperparams)
+    assert (dqn["num_steps"], dqn["hidden_layers"], dqn["buffer_size"]) == (16, [128, 128], 50_000)
+    assert hp.defaults(hp.IQLHyperparams)["table_size"] == 262_144
+    assert hp.defaults(hp.CQLHyperparams)["table_size"] == 65_536
+    assert hp.MixedHyperparams().kinds == {"predator": "cql", "prey": "iql"}
+    assert hp.defaults(hp.RandomHyperparams) == {"num_steps": 32}
+
+
+def test_an_unknown_hyperparameter_names_the_keys_and_its_owner():
+    with pytest.raises(ConfigError) as err:
+        pj.load_config(
+            "1v1", {"experiment.algorithm": {"name": "dqn", "params": {"update_epochs": 3}}}
+        )
+    keys = sorted(hp.checks(hp.DQNHyperparams))
+    assert err.value.key == "experiment.algorithm.params.update_epochs"
+    assert f"unknown hyperparameter of 'dqn'; its hyperparameters: {keys}" in str(err.value)
+    assert "it belongs to ['ippo'" in str(err.value)  # (and any later algorithm with it)
+    with pytest.raises(ConfigError, match="belongs to \\['iql', 'cql', 'mixed'"):
+        pj.load_config("1v1", {"experiment.algorithm": {"name": "ippo", "params": {"alpha": 0.5}}})
+    with pytest.raises(ConfigError, match="PPAGE reads it nowhere; use alpha"):
+        pj.load_config(
+            "1v1", {"experiment.algorithm": {"name": "iql", "params": {"cql_alpha": 0.5}}}
+        )
+
+
+def test_docs_hold_exactly_the_generated_tables(repo_root):
+    text = (Path(repo_root) / "docs" / "training.md").read_text()
+    assert text.count(hp.TABLES_START) == 1 and text.count(hp.TABLES_END) == 1
+    assert "| `table_size` | `262144` |" in text.split("#### `iql`")[1]
+    assert hp.with_tables(text) == text, (
+        "docs/training.md is out of date: run python -m ppage_jax.train.hyperparams "
+        "docs/training.md"
+    )
+
+
+def test_with_tables_replaces_only_the_marked_block():
+    page = f"intro\n{hp.TABLES_START}\nstale\n{hp.TABLES_END}\noutro\n"
+    assert hp.with_tables(page) == (
+        f"intro\n{hp.TABLES_START}\n\n{hp.markdown_table()}\n{hp.TABLES_END}\noutro\n"
+    )
+    with pytest.raises(ValueError, match="has no"):
+        hp.with_tables("no markers")
+
+
+def test_markdown_table_renders_a_declaration():
+    @dataclasses.dataclass(frozen=True)
+    class Tiny(hp.Hyperparams):
+        """A tiny ``learner``.
+
+        Not in the table."""
+
+        rate: float = hp.param(0.5, Field(float), "how fast")
+
+    assert hp.markdown_table({"tiny": Tiny}) == (
+        "#### `tiny`\n\nA tiny `learner`.\n\n| key | default | allowed | meaning |\n"
+        "|---|---|---|---|\n"
+        "| `num_steps` | `32` | an integer > 0 | turns per grid per update (one metrics row) |\n"
+        "| `rate` | `0.5` | a number | how fast |\n"
+    )
+
+
+# --------------------------------------------------------------------------- user algorithms
+@dataclasses.dataclass(frozen=True)
+class CoinHyperparams(hp.Hyperparams):
+    """Random play with a configurable rollout (a user's algorithm)."""
+
+    num_steps: int = hp.redefault(hp.Hyperparams, "num_steps", 8)
+    bias: float = hp.param(0.0, Field(float, False, lambda v: -1 <= v <= 1, "in [-1, 1]"), "unused")
+
+
+@pytest.fixture
+def user_algorithm():
+    """A module registered as algorithm ``coin`` (the random baseline's functions)."""
+    module = types.ModuleType("coin_algorithm")
+    for name in ("init", "update", "train", "policy_state", "greedy_actions"):
+        setattr(module, name, getattr(baseline, name))
+    module.Hyperparams, module.STOCHASTIC = CoinHyperparams, False
+    sys.modules["coin_algorithm"] = module
+    pj.train.register_algorithm("coin", "coin_algorithm", CoinHyperparams)
+    yield module
+    registry.ALGORITHMS.pop("coin", None)
+    sys.modules.pop("coin_algorithm", None)
+
+
+def test_a_registered_algorithm_validates_and_trains(user_algorithm):
+    from train_testing import tiny_config
+
+    config = tiny_config("coin", {"bias": 1}, total_timesteps=16 * 8 * 2)
+    assert config["experiment"]["algorithm"]["params"] == {"num_steps": 8, "bias": 1.0}
+    with pytest.raises(ConfigError, match=r"its hyperparameters: \['bias', 'num_steps'\]"):
+        tiny_config("coin", {"gamma": 0.5})
+    with pytest.raises(ConfigError, match=r"must be a number in \[-1, 1\]"):
+        tiny_config("coin", {"bias": 2})
+    runner, metrics = pj.train(jax.random.PRNGKey(0), config)
+    assert metrics["capture_rate"].shape == (2,)
+    assert int(runner.progress.env_steps) == 16 * 8 * 2
+
+
+def test_registering_refuses_bad_entries(user_algorithm):
+    with pytest.raises(ValueError, match="'coin' is already registered"):
+        pj.train.register_algorithm("coin", "coin_algorithm", CoinHyperparams)
+
+    @dataclasses.dataclass(frozen=True)
+    class Bare(hp.Hyperparams):
+        rate: float = 0.1
+
+    with pytest.raises(TypeError, match=r"fields \['rate'\] need a check and a doc"):
+        pj.train.register_algorithm("bare", "coin_algorithm", Bare)
+    with pytest.raises(TypeError, match="must be a dataclass subclassing"):
+        pj.train.register_algorithm("dict", "coin_algorithm", dict)
+    assert "bare" not in registry.ALGORITHMS and "dict" not in registry.ALGORITHMS
+
+
+def test_a_module_missing_part_of_the_contract_fails_clearly(user_algorithm):
+    del user_algorithm.greedy_actions
+    user_algorithm.STOCHASTIC = True
+    with pytest.raises(TypeError, match=r"lacks \['greedy_actions', 'sample_actions'\]"):
+        pj.train.algorithm("coin")

@@ -1,0 +1,174 @@
+"""Encoders: chosen per observation, the set encoder's permutation invariance and presence
+mask, the conv torso's reading of space, and short IPPO runs with each that learn the tiny
+task where the untrained policy never captures."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from train_testing import (
+    MAX_STEPS,
+    OPTIMAL_STEPS,
+    greedy_lengths,
+    seeds,
+    tiny_config,
+    train_seeds,
+    untrained_policies,
+)
+
+import ppage_jax as pj
+from ppage_jax.config import ConfigError
+from ppage_jax.train import ippo, make_train_config
+from ppage_jax.train.encoders import Encoder, input_spec
+
+OBSERVATIONS = {"set": "local_radius", "cnn": "grid"}
+
+
+def small_env(observation: str, **params):
+    return pj.make(
+        pj.load_config("default", {"observations.type": observation, "observations.params": params})
+    )
+
+
+@pytest.mark.parametrize(
+    "observation, network",
+    [
+        ("grid", "cnn"),
+        ("local_radius", "set"),
+        ("absolute", "set"),
+        ("relative", "set"),
+        ("local_only", "mlp"),
+        ("default", "mlp"),
+    ],
+)
+def test_the_default_encoder_follows_the_observation(observation, network):
+    env = small_env(observation)
+    spec = input_spec(env, None)
+    assert spec.network == network
+    assert spec.obs_size == env.observation_size
+    if network == "cnn":
+        assert spec.shape == (7, 7, 5) == env.observation_shape
+    if network == "set":  # 3 + 3 agents, 20 obstacles; everything else is the header
+        widths = {"local_radius": (6, 4), "absolute": (7, 3), "relative": (7, 3)}[observation]
+        counts = (6, 20) if observation == "local_radius" else (5, 20)
+        assert [(g.width, g.count) for g in spec.groups] == list(zip(widths, counts, strict=True))
+        header = {"local_radius": 4, "absolute": 7, "relative": 11}[observation]
+        assert spec.header.size == header
+
+
+def test_an_encoder_that_cannot_read_the_observation_is_refused():
+    with pytest.raises(
+        ConfigError,
+        match=r"params.network = 'set': set needs a slot "
+        r"observation .* the observation is 'local_only'",
+    ):
+        tiny_config("ippo", {"network": "set"})
+    with pytest.raises(ConfigError, match="cnn needs a spatial observation"):
+        tiny_config("mappo", {"network": "cnn"}, **{"observations.type": "local_radius"})
+    with pytest.raises(ConfigError, match=r"must be a string one of \['mlp', 'cnn', 'set'\]"):
+        tiny_config("ippo", {"network": "gnn"})
+    with pytest.raises(ValueError, match="set needs a slot observation"):
+        input_spec(small_env("grid"), "set")
+
+
+@pytest.fixture(scope="module")
+def set_encoder():
+    env = small_env("local_radius")
+    spec = input_spec(env, "set")
+    encoder = Encoder(spec, width=16)
+    obs = env.observe(env.reset(jax.random.PRNGKey(3))[1]) / 10.0
+    x = jnp.concatenate([obs, jnp.eye(6)], axis=-1)  # agent ids after the obs
+    params = encoder.init(jax.random.PRNGKey(0), x)
+    return spec, jax.jit(encoder.apply), params, np.asarray(x)
+
+
+def permute_slots(x, group, order):
+    x = x.copy()
+    block = x[..., group.start : group.stop].reshape(x.shape[:-1] + (group.count, group.width))
+    x[..., group.start : group.stop] = block[..., order, :].reshape(x.shape[:-1] + (-1,))
+    return x
+
+
+def test_the_set_encoder_is_invariant_to_the_order_of_the_slots(set_encoder):
+    spec, apply, params, x = set_encoder
+    agents, obstacles = spec.groups
+    assert (x[:, obstacles.start : obstacles.stop : 4] > 0).sum() > 10  # many obstacles seen
+    out = np.asarray(apply(params, x))
+    assert out.shape == (6, 4 + 6 + 2 * (16 + 1))  # header, ids, per group: sum, share
+    rng = np.random.RandomState(0)
+    shuffled = permute_slots(
+        permute_slots(x, agents, rng.permutation(agents.count)),
+        obstacles,
+        rng.permutation(obstacles.count),
+    )
+    assert not np.array_equal(shuffled, x)
+    np.testing.assert_allclose(np.asarray(apply(params, shuffled)), out, rtol=1e-6, atol=1e-6)
+    # ... but not to moving an obstacle: the encoder does read the slots
+    moved = x.copy()
+    seen = np.flatnonzero(x[0, obstacles.start : obstacles.stop : 4] > 0)[0]
+    moved[0, obstacles.start + 4 * seen + 1] += 0.3
+    assert not np.allclose(np.asarray(apply(params, moved))[0], out[0])
+
+
+def test_slots_that_are_not_present_are_ignored(set_encoder):
+    spec, apply, params, x = set_encoder
+    agents, obstacles = spec.groups
+    absent = np.flatnonzero(x[0, obstacles.start : obstacles.stop : 4] == 0)
+    assert absent.size > 0 and x[0, agents.start] == 0  # own slot is absent too
+    garbage = x.copy()
+    for slot in absent:
+        first = obstacles.start + 4 * slot
+        garbage[0, first + 1 : first + 4] = [5.0, -7.0, 3.0]
+    garbage[0, agents.start + 1 : agents.start + 6] = 9.0
+    np.testing.assert_array_equal(np.asarray(apply(params, garbage)), np.asarray(apply(params, x)))
+
+
+def test_the_conv_torso_sees_where_things_are():
+    env = small_env("grid")
+    spec = input_spec(env, None)
+    encoder = Encoder(spec, width=8)
+    obs = np.asarray(env.observe(env.reset(jax.random.PRNGKey(0))[1]))
+    params = encoder.init(jax.random.PRNGKey(1), obs)
+    out = np.asarray(jax.jit(encoder.apply)(params, obs))
+    assert out.shape == (6, 4 * 4 * 8)  # 7x7 -> stride 2 -> 4x4, 8 channels
+    flipped = obs.reshape(6, 7, 7, 5)[:, ::-1].reshape(6, -1)  # the same cells, mirrored
+    assert not np.allclose(np.asarray(encoder.apply(params, flipped)), out)
+
+
+def test_vmap_over_parameter_sets_equals_separate_applies(set_encoder):
+    spec, apply, params, x = set_encoder
+    stacked = jax.vmap(Encoder(spec, width=16).init, in_axes=(0, None))(seeds(3), x)
+    together = jax.vmap(apply, in_axes=(0, None))(stacked, x)
+    for i in range(3):
+        alone = apply(jax.tree.map(lambda a, i=i: a[i], stacked), x)
+        np.testing.assert_allclose(np.asarray(together[i]), np.asarray(alone), rtol=1e-6, atol=1e-6)
+
+
+@pytest.fixture(scope="module", params=["set", "cnn"])
+def trained(request):
+    network = request.param
+    tc = make_train_config(
+        tiny_config(
+            "ippo",
+            {"num_steps": 16, "learning_rate": 3e-3, "network": network},
+            total_timesteps=8_000,
+            **{"observations.type": OBSERVATIONS[network], "observations.params": {}},
+        )
+    )
+    return tc, train_seeds(tc)
+
+
+def test_each_encoder_learns_the_tiny_task(trained):
+    tc, (runner, metrics) = trained
+    params = ippo.policy_state(runner)["predator"]["params"]
+    assert {"actor_encoder", "critic_encoder"} <= set(params)
+    for name, values in metrics["losses"].items():
+        assert np.isfinite(np.asarray(values)).all(), name
+    before_len, before_cap = greedy_lengths(tc, untrained_policies(tc))
+    after_len, after_cap = greedy_lengths(tc, ippo.policy_state(runner))
+    np.testing.assert_array_equal(before_cap, [0.0, 0.0])  # untrained: never within 20
+    np.testing.assert_array_equal(before_len, [MAX_STEPS, MAX_STEPS])
+    np.testing.assert_array_equal(after_cap, [1.0, 1.0])  # trained: shortest path
+    np.testing.assert_array_equal(after_len, [OPTIMAL_STEPS, OPTIMAL_STEPS])

@@ -1,0 +1,236 @@
+"""The reward-hacking monitor: trends of the shaped return against the task metrics."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from train_testing import tiny_config, train_seeds
+
+import ppage_jax as pj
+from ppage_jax.train import make_train_config
+from ppage_jax.train.monitor import Monitor, MonitorConfig, monitor_table, trend
+from ppage_jax.train.report import metric_rows
+from ppage_jax.train.runner import run_training
+
+TERMS = ("base", "predator_distance")
+
+
+def rows_for(n: int, capture, base, distance, length, active=None) -> list[dict]:
+    """Metrics rows of one seed: each column a function of the update u = 1..n."""
+    return [
+        {
+            "seed": 0,
+            "update": u,
+            "env_steps": 100 * u,
+            "active": True if active is None else active(u),
+            "capture_rate": capture(u),
+            "steps_to_capture": math.nan,
+            "episode_length": length(u),
+            "return/predator/base": base(u),
+            "return/predator/predator_distance": distance(u),
+        }
+        for u in range(1, n + 1)
+    ]
+
+
+def monitor(**cfg) -> Monitor:
+    return Monitor(
+        MonitorConfig(**{"window": 8, "patience": 2, **cfg}),
+        ["predator"],
+        TERMS,
+        {"predator": ["predator_distance"]},
+    )
+
+
+def test_trend_needs_significance_and_size():
+    cfg = MonitorConfig(window=8)
+    rising = trend([1, 2, 3, 4, 5, 6, 7, 8], cfg)
+    assert (rising.direction, rising.tau) == (1, pytest.approx(1.0))
+    assert rising.change == pytest.approx(7 / 4.5)  # Theil-Sen span / median
+    assert trend([8, 7, 6, 5, 4, 3, 2, 1], cfg).direction == -1
+    assert trend([1, 3, 2, 4, 3, 5, 4, 6], cfg) is None  # tau 0.74: p = 0.012 > 0.01
+    assert trend([5, 5, 5, 5, 5, 5, 5, 5], cfg) is None
+    assert trend([1, 2, 3, math.nan, math.nan, math.nan, math.nan, math.nan], cfg) is None
+    assert trend([100, 101, 102, 103, 104, 105, 106, 107], cfg) is None  # +7 %: too small
+    assert trend(
+        [0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.22, 0.24], cfg, absolute=True
+    ).change == pytest.approx(0.14)
+
+
+def test_shaped_return_up_while_the_task_worsens_is_flagged():
+    m = monitor()
+    rows = rows_for(
+        12,
+        capture=lambda u: 0.9 - 0.02 * u,
+        base=lambda u: -10.0 * u,
+        distance=lambda u: 20.0 * u,
+        length=lambda u: 5.0 + u,
+    )
+    flags = m.observe(rows)
+    # the first full window is update 8; the condition must hold 2 updates: flagged at 9
+    assert [(f.check, f.role, f.update, f.env_steps) for f in flags] == [
+        ("hacking", "predator", 9, 900),
+        ("episode_length", "predator", 9, 900),
+    ]
+    assert [r["monitor/hacking/predator"] for r in rows] == [0] * 8 + [1] * 4
+    assert [r["monitor/episode_length/predator"] for r in rows] == [0] * 8 + [1] * 4
+    assert [r["monitor/share/predator/predator_distance"] for r in rows] == [0] * 12
+    assert flags[0].detail == (
+        "shaped return rising (+127 %, tau +1.00) while capture_rate "
+        "falling (-0.14, tau -1.00), base_return falling (-127 %, "
+        "tau -1.00)"
+    )  # window: updates 2-9, median 55
+    assert m.observe(rows_for(3, *[lambda u: 1.0] * 4)) == []  # raised once per seed
+    summary = m.summary()
+    assert summary["flagged"] and len(summary["flags"]) == 2
+    table = monitor_table(summary, num_seeds=1)
+    cells = [re.split(r"\s{2,}", line) for line in table.splitlines()[3:6]]
+    assert cells == [
+        ["shaped return up while the task gets worse", "predator", "FLAGGED (1/1 seeds)", "900"],
+        [
+            "shaped return up, episode length against the task",
+            "predator",
+            "FLAGGED (1/1 seeds)",
+            "900",
+        ],
+        ["predator_distance's share of the return drifted above 0.8", "predator", "ok"],
+    ]
+
+
+def test_learning_the_task_is_not_flagged():
+    m = monitor()
+    rows = rows_for(
+        30,
+        capture=lambda u: min(1.0, 0.2 + 0.03 * u),
+        base=lambda u: 3.0 * u,
+        distance=lambda u: -40.0 + u,
+        length=lambda u: 30.0 - u / 2,
+    )
+    assert m.observe(rows) == []
+    assert all(r[c] == 0 for r in rows for c in m.columns)
+    assert "status" in monitor_table(m.summary(), 1) and "FLAGGED" not in monitor_table(
+        m.summary(), 1
+    )
+
+
+def test_a_shaping_share_drifting_above_the_threshold_is_flagged():
+    m = monitor(window=4, patience=1)
+    share = [0.5] * 4 + [0.9] * 6  # |distance| / (|base| + |distance|)
+    rows = rows_for(
+        10,
+        capture=lambda u: 0.5,
+        base=lambda u: -10.0,
+        distance=lambda u: 10.0 * share[u - 1] / (1 - share[u - 1]),
+        length=lambda u: 10.0,
+    )
+    flags = m.observe(rows)
+    assert [(f.check, f.term, f.update) for f in flags] == [("share", "predator_distance", 7)]
+    assert flags[0].detail == (
+        "predator_distance's share of the return drifted from 0.50 to 0.90 (threshold 0.8)"
+    )
+    # the same drift while the task improves (captures rise) is not hacking
+    improving = rows_for(
+        10,
+        capture=lambda u: 0.2 + 0.05 * u,
+        base=lambda u: -10.0,
+        distance=lambda u: 10.0 * share[u - 1] / (1 - share[u - 1]),
+        length=lambda u: 10.0,
+    )
+    assert monitor(window=4, patience=1).observe(improving) == []
+    # a run that starts above the threshold has not drifted there
+    high = rows_for(
+        10,
+        capture=lambda u: 0.5,
+        base=lambda u: -1.0,
+        distance=lambda u: 20.0,
+        length=lambda u: 10.0,
+    )
+    assert monitor(window=4, patience=1).observe(high) == []
+
+
+def test_inactive_rows_and_a_disabled_monitor():
+    rows = rows_for(
+        12,
+        capture=lambda u: 0.9 - 0.02 * u,
+        base=lambda u: -10.0 * u,
+        distance=lambda u: 20.0 * u,
+        length=lambda u: 5.0 + u,
+        active=lambda u: u <= 8,
+    )
+    assert monitor().observe(rows) == []  # 8 active updates: one window, no streak
+    assert all(r["monitor/hacking/predator"] == 0 for r in rows)
+    off = monitor(enabled=False)
+    assert (
+        off.observe(rows_for(12, lambda u: 1 - u / 20, lambda u: -u, lambda u: u, lambda u: u))
+        == []
+    )
+    assert "disabled" in monitor_table(off.summary(), 1)
+
+
+# ------------------------------------------------------------------ on real training
+HACKED = {
+    # predators paid for distance (weight -5 on -distance) and the prey fixed between
+    # them: the shaped return rises as they learn to keep away, captures fall
+    "rewards.shaping": [{"name": "predator_distance", "weight": -5.0}],
+    "env.starts": [[1, 2], [3, 2], [2, 2]],
+    "experiment.roles": {"predators": "learn", "preys": "noop"},
+}
+
+
+@pytest.fixture(scope="module")
+def hacked_and_honest():
+    """IPPO on the tiny task, paid for distance (hacked) and against it (honest): one
+    compiled program, the weight is traced."""
+    config = tiny_config("ippo", {"learning_rate": 1e-4}, total_timesteps=40_000, **HACKED)
+    tc = make_train_config(config)
+    hacked = tc.env.default_params
+    honest = tc.env.with_weights(hacked, predator_distance=0.5)
+    out = {}
+    for name, params in (("hacked", hacked), ("honest", honest)):
+        _, metrics = train_seeds(tc, 1, params)
+        m = Monitor.for_run(MonitorConfig.from_experiment(config["experiment"]), tc, params)
+        rows = metric_rows(tc, metrics)
+        out[name] = (m, m.observe(rows), rows)
+    return out
+
+
+def test_a_config_built_to_be_hacked_is_flagged(hacked_and_honest):
+    monitor_, flags, rows = hacked_and_honest["hacked"]
+    assert {f.check for f in flags} >= {"hacking"}
+    first = min(f.update for f in flags)
+    early, late = rows[:10], rows[-10:]
+    # what the monitor saw: captures fell and the shaped return rose
+    assert (
+        np.mean([r["capture_rate"] for r in late])
+        < np.mean([r["capture_rate"] for r in early]) - 0.2
+    )
+    assert 20 <= first < len(rows)
+    assert (
+        rows[first - 1]["monitor/hacking/predator"] == 1
+        or rows[first - 1]["monitor/episode_length/predator"] == 1
+    )
+
+
+def test_the_honest_twin_is_not_flagged(hacked_and_honest):
+    monitor_, flags, rows = hacked_and_honest["honest"]
+    assert flags == []
+    assert np.mean([r["capture_rate"] for r in rows[-10:]]) > 0.9
+
+
+@pytest.mark.slow
+def test_the_default_config_is_not_flagged():
+    config = pj.load_config(
+        "configs/default", {"experiment.total_timesteps": 65_536, "experiment.num_envs": 32}
+    )
+    tc = make_train_config(config)
+    result = run_training(tc, tc.env.default_params, 0, 2)
+    m = Monitor.for_run(
+        MonitorConfig.from_experiment(config["experiment"]), tc, tc.env.default_params
+    )
+    rows = metric_rows(tc, result.metrics)
+    assert len(rows) == 2 * 64
+    assert m.observe(rows) == []
+    assert len(m.columns) == 6  # 2 roles x (hacking, episode length, 1 shaping share)
