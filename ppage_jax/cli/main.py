@@ -16,7 +16,7 @@ from ppage_jax.config import ConfigError
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("ppage_jax.cli.run", "train the configured algorithm and evaluate it (the main job)"),
     "evaluate": ("ppage_jax.cli.evaluate", "evaluate a run directory's checkpoint"),
-    "render": ("ppage_jax.cli.render", "write an animated GIF of one episode"),
+    "render": ("ppage_jax.cli.render", "write one episode as a GIF or an HTML inspector page"),
     "audit": ("ppage_jax.cli.audit", "audit a reward design with baseline policies"),
     "sweep": ("ppage_jax.cli.sweep", "run a reward-ablation sweep (arms x seeds)"),
     "bench": ("ppage_jax.cli.bench", "measure throughput (env-steps/s) against peers"),

@@ -2,7 +2,7 @@
 baselines (random and greedy-chase predators against the same prey; random and greedy-evade
 prey against the same predators), and write a run directory: config.yaml (resolved, with its
 hash), metrics.csv, checkpoint.msgpack, summary.json, learning_curves.png,
-capture_curves.png and episode.gif (one greedy episode of the trained policy).
+capture_curves.png, episode.gif and episode.html (one greedy episode of the trained policy).
 
 Training checkpoints are written to RUN_DIR/checkpoints every experiment.checkpoint_every
 updates: after Ctrl-C (exit 130) or a crash, `ppage-jax run --resume RUN_DIR` continues and
