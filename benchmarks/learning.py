@@ -67,7 +67,7 @@ GOALS = {
         "random",
         300.0,
         1.5,
-        "ippo",
+        "mappo",
         {
             "learning_rate": 1e-3,
             "num_steps": 32,
@@ -77,7 +77,7 @@ GOALS = {
             "network": "set",
         },
         256,
-        10_000_000,
+        4_000_000,
     ),
     "default": Goal(
         "configs/default",
@@ -94,7 +94,7 @@ GOALS = {
             "network": "set",
         },
         256,
-        10_000_000,
+        16_000_000,
     ),
 }
 
@@ -319,7 +319,7 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--chunk-updates", type=int, default=8)
-    parser.add_argument("--eval-every", type=float, default=60.0)
+    parser.add_argument("--eval-every", type=float, default=75.0)
     parser.add_argument("--curve-episodes", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument(

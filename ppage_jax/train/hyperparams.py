@@ -139,13 +139,13 @@ class EncoderHyperparams(NetworkHyperparams):
             f"one of {list(NETWORKS)}; null: cnn for grid, set for "
             f"{list(SLOT_BUILDERS)}, mlp otherwise",
         ),
-        "encoder before the MLP layers: flat mlp, conv torso, or permutation-invariant set",
+        "encoder before the MLP layers: none (mlp), a conv torso over the grid view (cnn), "
+        "or the slots summed into an egocentric window, then the conv torso (set)",
     )
     encoder_width: int = param(
         16,
         positive(int),
-        "set: units of the slot embedding; cnn: channels of the second "
-        "convolution (the first has half)",
+        "cnn and set: channels of the strided 3x3 convolution",
     )
 
     def check(self, data: dict, fail: Fail) -> None:

@@ -85,7 +85,7 @@ def network(tc: TrainConfig) -> ActorCritic:
         tc.env.num_actions,
         hp.hidden_layers,
         hp.activation,
-        input_spec(tc.env, hp.network),
+        input_spec(tc.env, hp.network, networks.obs_scale(tc)),
         hp.encoder_width,
     )
 

@@ -233,10 +233,15 @@ def test_action_dim_is_checked_against_the_action_table(tmp_path):
         pj.load_config(directory)
 
 
-def test_unregistered_algorithm_error_names_it(monkeypatch):
-    monkeypatch.delitem(ALGORITHMS, "dqn")
-    with pytest.raises(ConfigError) as info:
-        pj.load_config(FIXTURES / "d3qn")
+def test_unregistered_algorithm_error_names_it():
+    saved = dict(ALGORITHMS)  # restored whole afterwards, in its original order
+    del ALGORITHMS["dqn"]
+    try:
+        with pytest.raises(ConfigError) as info:
+            pj.load_config(FIXTURES / "d3qn")
+    finally:
+        ALGORITHMS.clear()
+        ALGORITHMS.update(saved)
     assert str(info.value).startswith(str(FIXTURES / "d3qn" / "experiment_dqn.yaml"))
     assert "experiment.algorithm.name = 'dqn': PPAGE's 'dqn' is not available" in str(info.value)
 

@@ -1,6 +1,7 @@
-"""Encoders: chosen per observation, the set encoder's permutation invariance and presence
-mask, the conv torso's reading of space, and short IPPO runs with each that learn the tiny
-task where the untrained policy never captures."""
+"""Encoders: chosen per observation, the set encoder's window (the grid view rebuilt from the
+slots), its permutation invariance and presence mask, the conv torso's reading of space, and
+short IPPO runs with each that learn the tiny task where the untrained policy never
+captures."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from train_testing import (
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
 from ppage_jax.train import ippo, make_train_config
-from ppage_jax.train.encoders import Encoder, input_spec
+from ppage_jax.train.encoders import Encoder, input_spec, window
 
 OBSERVATIONS = {"set": "local_radius", "cnn": "grid"}
 
@@ -45,7 +46,7 @@ def small_env(observation: str, **params):
 )
 def test_the_default_encoder_follows_the_observation(observation, network):
     env = small_env(observation)
-    spec = input_spec(env, None)
+    spec = input_spec(env, None, 0.1)
     assert spec.network == network
     assert spec.obs_size == env.observation_size
     if network == "cnn":
@@ -73,12 +74,46 @@ def test_an_encoder_that_cannot_read_the_observation_is_refused():
         input_spec(small_env("grid"), "set")
 
 
+@pytest.mark.parametrize(
+    "observation, channels",
+    [("local_radius", (0, 1, 2, 3, 4)), ("absolute", (0, 1, 2, 3, 4)), ("relative", (0, 1, 2, 3))],
+)
+def test_the_set_window_is_the_grid_view_rebuilt_from_the_slots(observation, channels):
+    """Summing the slots at their offsets gives back the egocentric grid observation (within
+    the view radius): others (present, prey, captured), obstacles and the grid's edge."""
+    env = small_env(observation)
+    obs, state = env.reset(jax.random.PRNGKey(3))
+    spec = input_spec(env, "set", 0.1)
+    r = spec.radius
+    assert r == (3 if observation == "local_radius" else 9)
+    win = np.asarray(window(spec, obs * 0.1))
+    assert win.shape == (6, 2 * r + 1, 2 * r + 1, len(channels)) == (6, *spec.window_shape)
+    grid = np.asarray(small_env("grid", radius=r).observe(state)).reshape(win.shape[:3] + (5,))
+    me = np.zeros(win.shape[:3])
+    me[:, r, r] = 1.0  # the grid view counts the observer itself
+    is_prey = ~np.asarray(env.is_predator)[:, None, None]
+    expected = {
+        0: grid[..., 2:].sum(-1) - me,  # other agents
+        1: grid[..., 3] + grid[..., 4] - me * is_prey,  # prey
+        2: grid[..., 4],  # captured prey (nobody is captured at the start)
+        3: grid[..., 1],  # obstacles
+        4: grid[..., 0],  # off the grid
+    }
+    u, v = np.mgrid[-r : r + 1, -r : r + 1]
+    seen = (abs(u) + abs(v) <= r) if observation == "local_radius" else np.ones_like(u, bool)
+    for c in channels:
+        np.testing.assert_allclose(
+            win[..., c] * seen, expected[c] * seen, atol=1e-5, err_msg=f"channel {c}"
+        )
+    assert win[..., 3].sum() > 10  # many obstacles in view
+
+
 @pytest.fixture(scope="module")
 def set_encoder():
     env = small_env("local_radius")
-    spec = input_spec(env, "set")
+    spec = input_spec(env, "set", 0.1)
     encoder = Encoder(spec, width=16)
-    obs = env.observe(env.reset(jax.random.PRNGKey(3))[1]) / 10.0
+    obs = env.observe(env.reset(jax.random.PRNGKey(3))[1]) * 0.1
     x = jnp.concatenate([obs, jnp.eye(6)], axis=-1)  # agent ids after the obs
     params = encoder.init(jax.random.PRNGKey(0), x)
     return spec, jax.jit(encoder.apply), params, np.asarray(x)
@@ -96,7 +131,7 @@ def test_the_set_encoder_is_invariant_to_the_order_of_the_slots(set_encoder):
     agents, obstacles = spec.groups
     assert (x[:, obstacles.start : obstacles.stop : 4] > 0).sum() > 10  # many obstacles seen
     out = np.asarray(apply(params, x))
-    assert out.shape == (6, 4 + 6 + 2 * (16 + 1))  # header, ids, per group: sum, share
+    assert out.shape == (6, 4 + 6 + 4 * 4 * 16)  # header, ids, 7x7 -> stride 2 -> 4x4x16
     rng = np.random.RandomState(0)
     shuffled = permute_slots(
         permute_slots(x, agents, rng.permutation(agents.count)),
@@ -105,10 +140,10 @@ def test_the_set_encoder_is_invariant_to_the_order_of_the_slots(set_encoder):
     )
     assert not np.array_equal(shuffled, x)
     np.testing.assert_allclose(np.asarray(apply(params, shuffled)), out, rtol=1e-6, atol=1e-6)
-    # ... but not to moving an obstacle: the encoder does read the slots
+    # ... but not to moving an obstacle one cell: the encoder does read the slots
     moved = x.copy()
     seen = np.flatnonzero(x[0, obstacles.start : obstacles.stop : 4] > 0)[0]
-    moved[0, obstacles.start + 4 * seen + 1] += 0.3
+    moved[0, obstacles.start + 4 * seen + 1] += 0.1
     assert not np.allclose(np.asarray(apply(params, moved))[0], out[0])
 
 
