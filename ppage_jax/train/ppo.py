@@ -41,10 +41,14 @@ CriticInput = Callable[[TrainConfig, str, State], jax.Array]
 
 # --------------------------------------------------------------------------- network
 class ActorCritic(nn.Module):
-    """Separate actor and critic: ``(x float[..., F], critic_x) -> (logits [..., nA], value
-    [...])``. Each reads its input through its own encoder (``spec``; none for ``mlp``) and
+    """Actor and critic: ``(x float[..., F], critic_x) -> (logits [..., nA], value [...])``.
+    Both read ``x`` through one encoder (``spec``; none for ``mlp``), then their own
     ``hidden_layers``; with ``critic_x`` (a centralised input) the critic reads that instead,
-    through MLP layers. ``actor_only`` skips the critic (value None)."""
+    through its MLP layers. ``actor_only`` skips the critic (value None).
+
+    The encoder is shared (trained by both losses, as PPO's convolutional torsos are) because
+    it costs most of a step: one encoder per head made IPPO on the default config 1.45x
+    slower (11 k against 16 k env-steps/s on two CPU cores)."""
 
     num_actions: int
     hidden_layers: Sequence[int]
@@ -58,22 +62,20 @@ class ActorCritic(nn.Module):
     ) -> tuple[jax.Array, jax.Array | None]:
         act = activation_fn(self.activation)
 
-        def trunk(h, name, encode):
+        def mlp(h, name):
             # PureJaxRL's gains: sqrt(2) hidden, 0.01 policy head, 1 value head.
-            if encode and self.spec is not None and self.spec.network != "mlp":
-                h = Encoder(self.spec, self.encoder_width, self.activation, name=f"{name}_encoder")(
-                    h
-                )
             for i, width in enumerate(self.hidden_layers):
                 h = act(nn.Dense(width, kernel_init=scaled_init(np.sqrt(2)), name=f"{name}_{i}")(h))
             return h
 
+        if self.spec is not None and self.spec.network != "mlp":
+            x = Encoder(self.spec, self.encoder_width, self.activation, name="encoder")(x)
         logits = nn.Dense(self.num_actions, kernel_init=scaled_init(0.01), name="actor_out")(
-            trunk(x, "actor", True)
+            mlp(x, "actor")
         )
         if actor_only:
             return logits, None
-        critic = trunk(x, "critic", True) if critic_x is None else trunk(critic_x, "critic", False)
+        critic = mlp(x if critic_x is None else critic_x, "critic")
         value = nn.Dense(1, kernel_init=scaled_init(1.0), name="critic_out")(critic)
         return logits, value[..., 0]
 
