@@ -3,22 +3,26 @@ preset: predator speed 2, prey speed 1, 10x10, 20 % obstacles, 500-turn cap, loc
 r=8 observations), with PPAGE's hyperparameters and episode budgets, both roles learning as
 PPAGE trains them.
 
-Per algorithm: the trained predators (as they act: sampled for the actor-critic family,
-greedy otherwise) and random predators, each against the same trained prey, on one held-out
-block of start layouts (PRNGKey(1000000 + j)); the capture rate within the 500-turn cap, the
-time to capture censored at the cap (restricted mean, RMST, and the Kaplan-Meier median),
-the training wall-clock seconds (compile included) and PPAGE's documented figure. Random
-predators already capture in most 500-turn episodes on this preset, so the capture rate says
-little: the time to capture is the primary figure.
+Per algorithm, on one held-out block of start layouts (PRNGKey(1000000 + j)), each row
+against the same prey: the trained predators as they act (sampled for the actor-critic
+family, greedy otherwise) and random predators; for the value-based learners also both roles
+epsilon-greedy at the final epsilon (``min_epsilon``, what PPAGE's ``evaluate()`` plays) and
+random predators against that prey. Each row: the time to capture censored at the cap
+(restricted mean, RMST, and the Kaplan-Meier median: the primary figure, since random
+predators already capture in most 500-turn episodes) and the capture rate. Per algorithm:
+PPAGE's own measure, the share of training episodes (exploring, against the learning prey)
+that end in capture, overall and in the last quarter, beside PPAGE's documented figure; and
+the training wall-clock and CPU seconds (compile included) with the 1-minute load average.
 
-PPAGE runs one environment; here ``--num-envs`` grids step together (the epsilon schedules
-decay per finished episode, so they follow the same course per episode of experience; the
-networks make one gradient step per turn over all grids, so fewer steps per episode).
+PPAGE runs one environment (A3C: one per worker); here ``--num-envs`` grids step together
+(default 16; the epsilon schedules decay per finished episode, so they follow the same course
+per episode of experience; the networks make one gradient step per turn over all grids, so
+fewer steps per episode). ``--num-envs 1`` (4 for a3c's 4 workers) makes PPAGE's updates.
 
-    python benchmarks/ppage_parity.py                    # PPAGE's budgets
+    python benchmarks/ppage_parity.py                    # PPAGE's budgets, 16 grids
+    python benchmarks/ppage_parity.py --merge --num-envs 1 --only dqn   # a 1-grid row
     python benchmarks/ppage_parity.py --quick            # 40 episodes each, to check it runs
-    python benchmarks/ppage_parity.py --only dqn a2c     # some rows
-Writes benchmarks/results/ppage_parity.{json,md}.
+Writes benchmarks/results/ppage_parity.{json,md} (``--merge`` keeps the other rows).
 """
 
 from __future__ import annotations
@@ -26,17 +30,25 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import resource
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 import ppage_jax as pj
+from ppage_jax.episodes import episode_keys, play_episodes, summarize_episodes
+from ppage_jax.policies import PREDATOR_POLICIES
 from ppage_jax.train import make_train_config
-from ppage_jax.train.evaluate import evaluate
+from ppage_jax.train.evaluate import evaluate, is_stochastic, matchup_policy
+from ppage_jax.train.registry import algorithm
 from ppage_jax.train.report import _clean
 from ppage_jax.train.runner import run_training
 
 CONFIG = "configs/1v1"
+NUM_ENVS = 16
 EVAL_SEED = 1_000_000
 TABULAR = {"alpha": 0.1, "gamma": 0.99, "epsilon": 1.0, "epsilon_decay": 0.995, "min_epsilon": 0.05}
 # name -> (algorithm, PPAGE's hyperparameters, PPAGE's episode budget, PPAGE's figure).
@@ -65,7 +77,7 @@ BASELINES: dict[str, tuple[str, dict, int, str]] = {
             "reward_scale": 1.0,
         },
         2000,
-        "80.3 % capture (double + dueling, 2000 episodes)",
+        "80.3 % of training episodes",
     ),
     "actor_critic": (
         "actor_critic",
@@ -81,7 +93,7 @@ BASELINES: dict[str, tuple[str, dict, int, str]] = {
             "grad_clip": 5.0,
         },
         2000,
-        "29-36 % capture (tuned)",
+        "75.1 % of training episodes (35.4 % before normalize_returns)",
     ),
     "a2c": (
         "a2c",
@@ -97,7 +109,7 @@ BASELINES: dict[str, tuple[str, dict, int, str]] = {
             "grad_clip": 5.0,
         },
         2000,
-        "29-36 % capture (tuned)",
+        "28 % -> 74 % of training episodes, first -> last quarter",
     ),
     "a3c": (
         "a3c",
@@ -115,14 +127,16 @@ BASELINES: dict[str, tuple[str, dict, int, str]] = {
             "grad_clip": 5.0,
         },
         2000,
-        "29-36 % capture (tuned)",
+        "32.2 % -> 78.2 % of training episodes, first -> last quarter",
     ),
     "jalgt": ("jalgt", TABULAR, 1000, "not documented (legacy)"),
 }
+# Rows for value-based learners played as PPAGE's act at the end of training.
+EPSILON_ROWS = {"trained, eps-greedy": "trained", "random vs eps-greedy prey": "random"}
 ROW_KEYS = ("capture_rate", "rmst", "rmst_ci", "km_median", "km_median_ci", "truncated_share")
 
 
-def run(name: str, num_envs: int, episodes: int | None, eval_episodes: int) -> dict:
+def run(name: str, num_envs: int, episodes: int | None, eval_episodes: int, seeds: int) -> dict:
     algo, params, budget, figure = BASELINES[name]
     budget = budget if episodes is None else episodes
     config = pj.load_config(
@@ -136,28 +150,104 @@ def run(name: str, num_envs: int, episodes: int | None, eval_episodes: int) -> d
         },
     )
     tc = make_train_config(config)
-    result = run_training(tc, tc.env.default_params, 42, 1)
+    cpu_start = cpu_seconds()
+    result = run_training(tc, tc.env.default_params, 42, seeds)
+    train_cpu = cpu_seconds() - cpu_start
+    load = os.getloadavg()
     which = {"trained": ("trained", "trained"), "random predators": ("random", "trained")}
     out = evaluate(
         tc, result.policies, tc.env.default_params, EVAL_SEED, eval_episodes, which=which
     )
-    episodes_done = int(result.metrics["episodes"].sum())
+    if not is_stochastic(algorithm(tc.algorithm)):
+        epsilon = float(params["min_epsilon"])
+        for row, predators in EPSILON_ROWS.items():
+            out[row] = epsilon_greedy(
+                tc, result.policies, tc.env.default_params, epsilon, predators, eval_episodes
+            )
+            which[row] = None
+    episodes_done = int(result.metrics["episodes"].sum()) // seeds
+    in_training = training_capture(result.metrics)
     print(
         f"  {name}: {episodes_done} episodes, {result.env_steps:,} steps in "
-        f"{result.seconds:.0f} s; trained RMST {out['trained']['rmst']:.1f}, capture "
+        f"{result.seconds:.0f} s ({train_cpu:.0f} CPU s, load {load[0]:.2f}); trained RMST "
+        f"{out['trained']['rmst']:.1f}, capture "
         f"{out['trained']['capture_rate']:.2f}; random predators RMST "
-        f"{out['random predators']['rmst']:.1f}"
+        f"{out['random predators']['rmst']:.1f}; training capture "
+        f"{in_training['overall']:.3f} (last quarter {in_training['last_quarter']:.3f})"
     )
     return {
+        "name": name,
         "algorithm": algo,
         "episodes": episodes_done,
         "env_steps": result.env_steps,
         "num_envs": num_envs,
+        "seeds": seeds,
         "train_seconds": result.seconds,
         "compile_seconds": result.compile_seconds,
+        "train_cpu_seconds": train_cpu,
+        "load_average": list(load),
         "ppage": figure,
+        "training_capture": in_training,
+        "rows": list(which),
         **{row: {k: out[row][k] for k in ROW_KEYS} for row in which},
     }
+
+
+def training_capture(metrics: dict) -> dict:
+    """PPAGE's figure: the share of training episodes (exploring, against the learning prey)
+    that end in capture, overall and in the first and last quarter of the episodes."""
+    done = np.asarray(metrics["episodes"], np.float64)  # [seeds, updates]
+    captured = np.nan_to_num(np.asarray(metrics["capture_rate"], np.float64)) * done
+    seen = np.cumsum(done, axis=1) - done / 2  # episodes before the middle of each update
+    total = done.sum(axis=1, keepdims=True)  # seeds pooled below
+
+    def share(rows) -> float:
+        return float(captured[rows].sum() / max(done[rows].sum(), 1.0))
+
+    return {
+        "overall": share(slice(None)),
+        "first_quarter": share(seen < total / 4),
+        "last_quarter": share(seen >= 3 * total / 4),
+    }
+
+
+def epsilon_greedy(tc, policies, params, epsilon: float, predators: str, episodes: int) -> dict:
+    """Evaluate with both roles acting epsilon-greedily on their greedy policy, as PPAGE's
+    value-based learners act at the end of training (``predators="random"``: uniformly random
+    predators against the same prey)."""
+    uniform = PREDATOR_POLICIES["random"](tc.env, params)
+    is_predator = jnp.asarray(tc.env.is_predator)
+    random_predators = predators == "random"
+    keys = episode_keys(EVAL_SEED, episodes)
+
+    def play(policy):  # one training seed's policies
+        greedy = matchup_policy(tc, policy, params, "greedy", "greedy")
+
+        def act(key, obs, state):
+            k_greedy, k_random, k_explore = jax.random.split(key, 3)
+            chosen = greedy(k_greedy, obs, state)
+            noise = uniform(k_random, obs, state)
+            explore = jax.random.uniform(k_explore, chosen.shape) < epsilon
+            explore = explore | (is_predator & random_predators)
+            return jnp.where(explore, noise, chosen).astype(jnp.int32)
+
+        return play_episodes(tc.env, act, keys, params)
+
+    played = jax.tree.map(np.asarray, jax.device_get(jax.jit(jax.vmap(play))(policies)))
+    strata = np.broadcast_to(np.arange(len(played["captured"]))[:, None], played["captured"].shape)
+    return summarize_episodes(played, tc.env, horizon=int(params.max_steps), strata=strata)
+
+
+def row_order(item: tuple[str, dict]) -> tuple[int, int]:
+    """Rows in BASELINES order, then by number of grids."""
+    key, r = item
+    return list(BASELINES).index(r.get("name", key)), -r["num_envs"]
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all its threads) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def fmt_turns(value) -> str:
@@ -172,25 +262,47 @@ def cells(r: dict) -> str:
     )
 
 
+def in_training(r: dict) -> str:
+    if "training_capture" not in r:
+        return ""
+    share = r["training_capture"]
+    return f"{100 * share['overall']:.1f} % / {100 * share['last_quarter']:.1f} %"
+
+
+def grids(r: dict) -> str:
+    seeds = r.get("seeds", 1)
+    return f"{r['num_envs']}" if seeds == 1 else f"{r['num_envs']} x {seeds} seeds"
+
+
+def timing(r: dict) -> str:
+    if "train_cpu_seconds" not in r:
+        return f"{r['train_seconds']:.0f}"
+    return f"{r['train_seconds']:.0f} / {r['train_cpu_seconds']:.0f} ({r['load_average'][0]:.2f})"
+
+
 def markdown(results: dict) -> str:
     lines = [
         f"Device: {results['device']}; {results['eval_episodes']} held-out episodes per "
         f"row; time to capture censored at the 500-turn cap (RMST with its 95 % "
         f"bootstrap CI, Kaplan-Meier median). Random predators capture in most 500-turn "
-        f"episodes on this preset, so compare the time to capture.",
+        f"episodes on this preset, so compare the time to capture. Rows: `trained` plays "
+        f"the policy as it acts (sampled: actor-critic family; greedy: the rest), `trained, "
+        f"eps-greedy` both roles epsilon-greedy at `min_epsilon` (PPAGE's `evaluate()`), "
+        f"random predators play against the prey of the row above. `capture in training` "
+        f"is PPAGE's documented measure: the share of training episodes (exploring, against "
+        f"the learning prey) that end in capture. Train time: wall / CPU seconds (1-minute "
+        f"load average at the end of training), compile included.",
         "",
-        "| algorithm | episodes (grids) | train s | predators | RMST to capture [95 % CI] "
-        "| KM median | capture rate | PPAGE's figure |",
-        "|---|---|---|---|---|---|---|---|",
+        "| algorithm | episodes (grids) | train wall s / CPU s (load) | predators "
+        "| RMST to capture [95 % CI] | KM median | capture rate "
+        "| capture in training: all / last quarter | PPAGE's figure |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r in results["rows"].items():
-        for i, row in enumerate(("trained", "random predators")):
-            head = (
-                f"{name} | {r['episodes']} ({r['num_envs']}) | {r['train_seconds']:.0f}"
-                if i == 0
-                else " | | "
-            )
-            figure = r["ppage"] if i == 0 else ""
+    for key, r in results["rows"].items():
+        name = r.get("name", key)
+        for i, row in enumerate(r.get("rows", ("trained", "random predators"))):
+            head = f"{key} | {r['episodes']} ({grids(r)}) | {timing(r)}" if i == 0 else " | | "
+            figure = f"{in_training(r)} | {BASELINES[name][3]}" if i == 0 else " | "
             lines.append(f"| {head} | {row} | {cells(r[row])} | {figure} |")
     return "\n".join(lines) + "\n"
 
@@ -200,7 +312,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--only", nargs="+", choices=list(BASELINES), default=list(BASELINES))
-    parser.add_argument("--num-envs", type=int, default=16, help="grids stepped together")
+    parser.add_argument(
+        "--num-envs", type=int, default=NUM_ENVS, help="grids stepped together (PPAGE: 1)"
+    )
     parser.add_argument(
         "--episodes",
         type=int,
@@ -208,22 +322,42 @@ def main() -> None:
         help="training episodes (default: PPAGE's budget per algorithm)",
     )
     parser.add_argument("--eval-episodes", type=int, default=500)
+    parser.add_argument("--seeds", type=int, default=1, help="training seeds (vmapped)")
     parser.add_argument("--quick", action="store_true", help="40 episodes each, 100 evaluated")
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the other rows of an earlier results file"
+    )
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite the table from the results file"
+    )
     args = parser.parse_args()
     episodes, eval_episodes = args.episodes, args.eval_episodes
     if args.quick:
         episodes, eval_episodes = 40, 100
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = {"device": str(jax.devices()[0]), "eval_episodes": eval_episodes, "rows": {}}
-    for name in args.only:
-        results["rows"][name] = run(name, args.num_envs, episodes, eval_episodes)
     stem = "ppage_parity_quick" if args.quick else "ppage_parity"
-    (out / f"{stem}.json").write_text(json.dumps(_clean(results), indent=2) + "\n")
-    table = markdown(results)
-    (out / f"{stem}.md").write_text(table)
-    print(table)
+    results = {
+        "device": f"{jax.devices()[0]} ({os.cpu_count()} cores)",
+        "eval_episodes": eval_episodes,
+        "rows": {},
+    }
+    previous = out / f"{stem}.json"
+    if args.render:
+        (out / f"{stem}.md").write_text(markdown(json.loads(previous.read_text())))
+        return
+    if args.merge and previous.exists():  # keep the rows of earlier runs (--only)
+        earlier = json.loads(previous.read_text())
+        if earlier.get("eval_episodes") == eval_episodes:
+            results["rows"] = earlier["rows"]
+    for name in args.only:
+        key = name if args.num_envs == NUM_ENVS else f"{name}, {args.num_envs} grid(s)"
+        results["rows"][key] = run(name, args.num_envs, episodes, eval_episodes, args.seeds)
+        results["rows"] = dict(sorted(results["rows"].items(), key=row_order))
+        (out / f"{stem}.json").write_text(json.dumps(_clean(results), indent=2) + "\n")
+        (out / f"{stem}.md").write_text(markdown(results))
+    print(markdown(results))
 
 
 if __name__ == "__main__":

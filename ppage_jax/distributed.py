@@ -12,17 +12,22 @@ Settings, first found wins:
 With none of these, or a single process, nothing is initialised and everything runs as one
 process. On CPU the processes exchange data over gloo. After :func:`initialize`,
 ``jax.devices()`` lists every process's devices; :mod:`ppage_jax.sharding` splits batches
-over them.
+over them. Results are written by process 0 (:func:`is_writer`); :func:`share` hands process
+0's view (e.g. of an output directory) to the others and :func:`any_process` makes a choice
+(stop now) the same on every process.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
+from typing import Any
 
 import jax
+import numpy as np
 
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
@@ -166,3 +171,27 @@ def is_initialized() -> bool:
 def is_writer() -> bool:
     """True on the process that writes results and prints reports (process 0)."""
     return jax.process_index() == 0
+
+
+def share(value: Any) -> Any:
+    """Process 0's ``value`` (JSON-ready) on every process, e.g. what it read from the output
+    directory; ``value`` itself with one process. Every process must call it (the others'
+    ``value`` is ignored)."""
+    if jax.process_count() == 1:
+        return value
+    from jax.experimental import multihost_utils
+
+    data = np.frombuffer(json.dumps(value).encode(), np.uint8) if is_writer() else None
+    size = int(multihost_utils.broadcast_one_to_all(np.int32(0 if data is None else data.size)))
+    buffer = np.zeros(size, np.uint8) if data is None else data
+    return json.loads(bytes(np.asarray(multihost_utils.broadcast_one_to_all(buffer))).decode())
+
+
+def any_process(flag: bool) -> bool:
+    """True on every process when ``flag`` is true on any (e.g. a stop request that reached
+    one process first); ``flag`` with one process. Every process must call it."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    from jax.experimental import multihost_utils
+
+    return bool(np.asarray(multihost_utils.process_allgather(np.int32(bool(flag)))).any())

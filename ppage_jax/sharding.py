@@ -96,6 +96,21 @@ def shard_global(tree: Any, mesh: Mesh) -> Any:
     return shard_batch(jax.tree.map(lambda x: np.asarray(x)[rows], tree), mesh)
 
 
+def gather_rows(tree: Any) -> Any:
+    """NumPy copies of every leaf with every process's rows: each process passes its own
+    share (leading axis, e.g. the rows :func:`process_rows` gave it, computed on its own
+    devices) and every process gets them all, concatenated in process order. With one
+    process, just the NumPy copies."""
+    tree = jax.device_get(tree)
+    if jax.process_count() == 1:
+        return jax.tree.map(np.asarray, tree)
+    from jax.experimental import multihost_utils
+
+    return jax.tree.map(
+        lambda x: np.asarray(multihost_utils.process_allgather(np.asarray(x), tiled=True)), tree
+    )
+
+
 def to_host(tree: Any) -> Any:
     """NumPy copies of every leaf, whole on every process (gathered across processes when a
     leaf is split over several; each process then holds the same global result)."""

@@ -7,7 +7,7 @@ is in ``info["final_obs"]``, and ``terminated`` / ``truncated`` are reported apa
 - :class:`AutoResetEnv` wraps one grid; vmap it. It draws a fresh layout on every step for
   every grid and keeps it only where the episode ended, like gymnax and JaxMARL.
 - :class:`BatchedAutoResetEnv` steps a whole batch at once and draws fresh layouts only for
-  the grids that finished, ``resets_per_step`` at a time. This is the fast path
+  the grids that finished, in rounds of ``resets_per_step`` or one by one. This is the fast path
   (``rollout_summary`` and ``ppage-jax bench`` use it).
 """
 
@@ -71,20 +71,30 @@ class BatchedAutoResetEnv:
     finished episodes' last observations (equal to ``obs`` for the others) and
     ``info["final_state"]`` the states after the step, before any reset.
 
-    The grids that finished are reset in rounds of ``resets_per_step`` (R): each round
-    draws R fresh start layouts, complete with their first observations, and scatters them
-    into the next R finished grids in batch order. A step where no grid finished draws
-    nothing; one where more than R finished runs more rounds. Each fresh layout is an
-    independent uniform draw (keyed by this step's key and the round) used once, so the
-    start-layout distribution is exactly that of :meth:`GridWorld.reset`; the cost is
-    ceil(finished / R) * R resets per step instead of ``num_envs``. Pick R near the number
-    of grids expected to finish per step (the default assumes about an eighth).
+    The j-th grid that finished this step (in batch order) restarts from fresh layout j,
+    drawn from key ``split(fold_in(k, j // R), R)[j % R]`` (R = ``resets_per_step``, k this
+    step's reset key): each fresh layout is an independent uniform draw used once, so the
+    start-layout distribution is exactly that of :meth:`GridWorld.reset`. The draws run in
+    rounds: while more than ``one_by_one`` grids wait, a round of R draws (complete with
+    their first observations) for the next R of them, then one draw per remaining grid. A
+    step where no grid finished draws nothing. Rounds of R pay off where many grids finish
+    per step (small grids: a 3v3 random-policy episode on 10x10 lasts ~10 turns); on large
+    grids few finish, a draw costs O(obstacles), and drawing R layouts for one or two
+    finished grids would cost more than the step. The rounds do not change which layout a
+    grid gets. Pick R near the number of grids expected to finish per step (the default
+    assumes about an eighth); ``one_by_one`` defaults to R // 4 (0: rounds of R only).
 
     ``params`` is one EnvParams for the whole batch, or per-grid EnvParams whose leaves
     have a leading axis of size ``num_envs``.
     """
 
-    def __init__(self, env: GridWorld, num_envs: int, resets_per_step: int | None = None):
+    def __init__(
+        self,
+        env: GridWorld,
+        num_envs: int,
+        resets_per_step: int | None = None,
+        one_by_one: int | None = None,
+    ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if resets_per_step is None:
@@ -93,9 +103,14 @@ class BatchedAutoResetEnv:
             raise ValueError(
                 f"resets_per_step must be in [1, num_envs={num_envs}], got {resets_per_step}"
             )
+        if one_by_one is None:
+            one_by_one = resets_per_step // 4
+        if not 0 <= one_by_one <= num_envs:
+            raise ValueError(f"one_by_one must be in [0, num_envs={num_envs}], got {one_by_one}")
         self.env = env
         self.num_envs = int(num_envs)
         self.resets_per_step = int(resets_per_step)
+        self.one_by_one = int(one_by_one)
 
     def __getattr__(self, name):
         return getattr(self.env, name)
@@ -107,21 +122,29 @@ class BatchedAutoResetEnv:
 
     def _fresh(
         self,
-        key: jax.Array,
-        count: int,
+        keys: jax.Array,
         params: EnvParams,
         axis: int | None,
         rows: jax.Array | None = None,
     ):
-        """``count`` fresh (obs, state) pairs; per-grid params are taken at ``rows``."""
+        """One fresh (obs, state) per key; per-grid params are taken at ``rows``."""
         if axis is not None and rows is not None:
             params = jax.tree.map(lambda x: x[jnp.minimum(rows, self.num_envs - 1)], params)
-        return jax.vmap(self.env.reset, in_axes=(0, axis))(jax.random.split(key, count), params)
+        return jax.vmap(self.env.reset, in_axes=(0, axis))(keys, params)
+
+    def _reset_keys(self, key: jax.Array) -> jax.Array:
+        """Keys of fresh layouts 0 ... n + R - 1: ``split(fold_in(key, j // R), R)[j % R]``."""
+        r = self.resets_per_step
+        groups = -(-self.num_envs // r) + 1
+        keys = jax.vmap(lambda g: jax.random.split(jax.random.fold_in(key, g), r))(
+            jnp.arange(groups)
+        )
+        return keys.reshape((groups * r, *keys.shape[2:]))
 
     def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, State]:
         """Fresh episodes for the whole batch: (obs float32[B, A, F], State[B])."""
         params, axis = self._params(params)
-        return self._fresh(key, self.num_envs, params, axis)
+        return self._fresh(jax.random.split(key, self.num_envs), params, axis)
 
     def step(
         self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
@@ -140,35 +163,43 @@ class BatchedAutoResetEnv:
             self.env.step, in_axes=(0, 0, 0, axis)
         )(jax.random.split(k_step, n), state, actions, params)
         done = terminated | truncated
-        info = dict(info, final_obs=obs, final_state=state)
+        final_state = state
 
-        # Finished grids take fresh layouts in batch order: the j-th finished grid (its rank)
-        # is reset in round j // R, from slot j % R of that round's R fresh layouts.
-        rank = _prefix_count(done) - 1
-
-        def reset_round(carry):
-            round_, obs, state = carry
-            slot = rank - round_ * r
-            take = done & (slot >= 0) & (slot < r)
-            # rows[s]: the grid that takes fresh layout s (past the end when none does).
-            rows = (
-                jnp.full(r, n, jnp.int32)
-                .at[jnp.where(take, slot, r)]
-                .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
-            )
-            new_obs, new_state = self._fresh(
-                jax.random.fold_in(k_reset, round_), r, params, axis, rows
-            )
-
-            def put(old, new):
-                return old.at[rows].set(new, mode="drop", indices_are_sorted=True)
-
-            return round_ + 1, put(obs, new_obs), jax.tree.map(put, state, new_state)
-
-        rounds = (done.sum() + r - 1) // r
-        _, obs, state = lax.while_loop(
-            lambda carry: carry[0] < rounds, reset_round, (jnp.int32(0), obs, state)
+        # finished[j]: the row of the j-th finished grid (n past the last one).
+        finished = (
+            jnp.full(n + r, n, jnp.int32)
+            .at[jnp.where(done, _prefix_count(done) - 1, n + r)]
+            .set(jnp.arange(n, dtype=jnp.int32), mode="drop")
         )
+        count = done.sum(dtype=jnp.int32)
+        keys = self._reset_keys(k_reset)
+
+        def reset_round(size):
+            def body(carry):
+                j, obs, state, outputs = carry
+                rows = lax.dynamic_slice_in_dim(finished, j, size)
+                new_obs, new_state = self._fresh(
+                    lax.dynamic_slice_in_dim(keys, j, size), params, axis, rows
+                )
+
+                def put(old, new):
+                    return old.at[rows].set(new, mode="drop", indices_are_sorted=True)
+
+                # The step's other outputs ride along unchanged (the barrier keeps XLA from
+                # dropping them from the loop): everything that read the obstacle maps is
+                # then computed before the loop rewrites them, so XLA updates the maps in
+                # place instead of copying the batch's maps twice per step.
+                outputs = lax.optimization_barrier(outputs)
+                return j + size, put(obs, new_obs), jax.tree.map(put, state, new_state), outputs
+
+            return body
+
+        carry = (jnp.int32(0), obs, state, (obs, reward, terminated, truncated, info))
+        carry = lax.while_loop(lambda c: count - c[0] > self.one_by_one, reset_round(r), carry)
+        if self.one_by_one:
+            carry = lax.while_loop(lambda c: c[0] < count, reset_round(1), carry)
+        _, obs, state, (final_obs, reward, terminated, truncated, info) = carry
+        info = dict(info, final_obs=final_obs, final_state=final_state)
         return obs, state, reward, terminated, truncated, info
 
 

@@ -7,6 +7,8 @@ process of each program compiles it.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -67,19 +69,35 @@ SWEEP_CHUNKS = 4
 CLI = "import sys; from ppage_jax.cli.main import main; sys.exit(main())"
 
 
-def write_run_config(directory: Path, **experiment) -> Path:
-    """The tiny run's config directory (``experiment`` keys replaced)."""
+def write_run_config(directory: Path, sections: dict | None = None, **experiment) -> Path:
+    """The tiny run's config directory: each of ``sections`` (``{"env": {...}}``, a new
+    section too) updates that section of :data:`TINY_RUN` key by key, and ``experiment``
+    keys replace the experiment's."""
     directory.mkdir(parents=True, exist_ok=True)
-    for section, body in TINY_RUN.items():
-        if section == "experiment":
-            body = dict(body, **experiment)
+    changes = dict(sections or {})
+    changes["experiment"] = {**changes.get("experiment", {}), **experiment}
+    for section in {**TINY_RUN, **changes}:
+        body = {**TINY_RUN.get(section, {}), **changes.get(section, {})}
         (directory / f"{section}.yaml").write_text(yaml.safe_dump({section: body}))
     return directory
 
 
-def write_sweep_file(path: Path) -> Path:
-    path.write_text(yaml.safe_dump({"sweep": TINY_SWEEP}))
+def write_sweep_file(path: Path, **changes) -> Path:
+    """:data:`TINY_SWEEP` with ``changes`` replacing its keys (``set`` updated key by key)."""
+    body = {**TINY_SWEEP, **changes}
+    body["set"] = {**TINY_SWEEP["set"], **changes.get("set", {})}
+    path.write_text(yaml.safe_dump({"sweep": body}))
     return path
+
+
+def main_cli(argv: list[str]) -> tuple[int, str]:
+    """``ppage-jax ARGV`` in this process: its exit code and what it printed."""
+    from ppage_jax.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue()
 
 
 def cli_env(cache_dir: Path, fault: str | None = None, cache: bool = True) -> dict:

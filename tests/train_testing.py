@@ -13,6 +13,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import ppage_jax as pj
 from ppage_jax.episodes import episode_keys, play_episodes
@@ -21,6 +22,8 @@ from ppage_jax.train.evaluate import matchup_policy
 
 OPTIMAL_STEPS = 6
 MAX_STEPS = 20
+# The losses of the actor-critic learners, per role.
+ACTOR_CRITIC_LOSSES = ("actor_loss", "value_loss", "entropy")
 
 
 def tiny_config(algo: str, params: dict | None = None, total_timesteps: int = 20_000, **overrides):
@@ -48,11 +51,45 @@ def seeds(n: int = 2) -> jax.Array:
     return jax.vmap(jax.random.PRNGKey)(jnp.arange(n))
 
 
-def train_seeds(tc, n: int = 2, params=None):
-    """``jit(vmap(train))`` over ``n`` seeds: (runner_state, metrics), leading seed axis.
-    ``params`` (default: the env's) is traced: new values reuse the compiled program."""
+def train_seeds(tc, n: int = 2, params=None, keys=None):
+    """``jit(vmap(train))`` over ``n`` seeds (or the PRNG ``keys``): (runner_state, metrics),
+    leading seed axis. ``params`` (default: the env's) is traced: new values reuse the
+    compiled program."""
     params = tc.env.default_params if params is None else params
-    return vmapped_train(tc.algorithm)(seeds(n), tc, params)
+    return vmapped_train(tc.algorithm)(seeds(n) if keys is None else keys, tc, params)
+
+
+def assert_seeds_kept_apart(tc, metrics, rtol: float = 1e-6) -> None:
+    """The two-seed run ``metrics`` of :func:`train_seeds`, trained again with its seeds in
+    the other order (the same compiled program), gives each seed's metrics unchanged: vmap
+    keeps the seeds apart (and the two seeds did train differently)."""
+    length = np.asarray(metrics["episode_length"])
+    assert not np.allclose(length[0], length[1], equal_nan=True)
+    _, swapped = train_seeds(tc, keys=seeds(2)[::-1])
+    for key in ("capture_rate", "episode_length", "episodes", "returns"):
+        np.testing.assert_allclose(swapped[key][::-1], metrics[key], rtol=rtol, err_msg=key)
+    for name, values in swapped["losses"].items():
+        np.testing.assert_allclose(
+            values[::-1], metrics["losses"][name], rtol=rtol, atol=1e-6, err_msg=name
+        )
+
+
+def assert_matches_separate_run(
+    tc, metrics, first: int | None = None, rtol: float = 1e-5, loss_rtol: float = 1e-3
+) -> None:
+    """Seed 1 of the vmapped run ``metrics`` equals a separate ``jit(train)`` of seed 1 over
+    its ``first`` updates (default: all). The two programs batch their matrix products
+    differently, so float rounding differs in the last bits, and once a sampled action flips
+    the runs part."""
+    train = algorithm(tc.algorithm).train
+    _, single = jax.jit(train)(jax.random.PRNGKey(1), tc, tc.env.default_params)
+    head = slice(0, first)
+    for key in ("capture_rate", "episode_length", "episodes", "returns"):
+        np.testing.assert_allclose(single[key][head], metrics[key][1, head], rtol=rtol)
+    for name, values in single["losses"].items():
+        np.testing.assert_allclose(
+            values[head], metrics["losses"][name][1, head], rtol=loss_rtol, atol=1e-6
+        )
 
 
 @functools.cache
@@ -81,6 +118,38 @@ def _greedy_evaluator(tc):
     return jax.jit(jax.vmap(one))
 
 
+def loss_names(losses, roles=("predator", "prey")) -> set[str]:
+    """``{"<loss>/<role>"}`` of every loss and role."""
+    return {f"{loss}/{role}" for loss in losses for role in roles}
+
+
+def assert_learned(
+    tc,
+    policies,
+    metrics,
+    losses: set[str] | None = None,
+    optimal: int = OPTIMAL_STEPS,
+    slack: int = 0,
+) -> None:
+    """A two-seed run of the tiny task learned it: its losses are exactly ``losses`` (when
+    given) and finite, the untrained greedy policy never captures within ``MAX_STEPS``
+    turns, and the trained greedy ``policies`` capture every evaluation episode in
+    ``optimal`` turns (at most ``optimal + slack``)."""
+    if losses is not None:
+        assert set(metrics["losses"]) == losses
+    for name, values in metrics["losses"].items():
+        assert np.isfinite(np.asarray(values)).all(), name
+    before_len, before_cap = greedy_lengths(tc, untrained_policies(tc))
+    after_len, after_cap = greedy_lengths(tc, policies)
+    np.testing.assert_array_equal(before_cap, [0.0, 0.0])  # untrained: never within 20
+    np.testing.assert_array_equal(before_len, [MAX_STEPS, MAX_STEPS])
+    np.testing.assert_array_equal(after_cap, [1.0, 1.0])  # trained: every episode
+    if slack:
+        assert (np.asarray(after_len) <= optimal + slack).all(), after_len
+    else:
+        np.testing.assert_array_equal(after_len, [optimal, optimal])  # the shortest path
+
+
 def untrained_policies(tc, n: int = 2):
     module = algorithm(tc.algorithm)
     params = tc.env.default_params
@@ -88,9 +157,14 @@ def untrained_policies(tc, n: int = 2):
 
 
 __all__ = [
+    "ACTOR_CRITIC_LOSSES",
     "MAX_STEPS",
     "OPTIMAL_STEPS",
+    "assert_learned",
+    "assert_matches_separate_run",
+    "assert_seeds_kept_apart",
     "greedy_lengths",
+    "loss_names",
     "make_train_config",
     "seeds",
     "tiny_config",

@@ -84,13 +84,15 @@ def sweep_points(
     showcases: bool = True,
     reset_builders: Sequence[str] = ("grid",),
 ) -> list[Point]:
-    """The settings of a scaling run: per builder, grid sizes (3v3), agent counts (on
-    50x50, at most half the cells), batch sizes (3v3, 10x10) and the showcases, all without
-    resets; then the grid sizes with the batched auto-reset for ``reset_builders``."""
+    """The settings of a scaling run: per builder, grid sizes (3v3; for ``reset_builders``
+    also with the batched auto-reset, right after), agent counts (on 50x50, at most half the
+    cells), batch sizes (3v3, 10x10) and the showcases; no resets unless the point says so."""
     builders = list(observation_builders() if builders is None else builders)
     points = []
     for b in builders:
         points += [Point("grid size", b, s, 3, 3, batch) for s in sizes]
+        if b in reset_builders:
+            points += [Point("grid size", b, s, 3, 3, batch, resets=True) for s in sizes]
         points += [
             Point("agents", b, AGENT_AXIS_SIZE, *_split(n), batch)
             for n in agents
@@ -102,12 +104,6 @@ def sweep_points(
                 Point("showcase", b, s, p, q, batch, label=name)
                 for name, (s, p, q) in SHOWCASES.items()
             ]
-    points += [
-        Point("grid size", b, s, 3, 3, batch, resets=True)
-        for b in reset_builders
-        if b in builders
-        for s in sizes
-    ]
     return points
 
 
@@ -170,12 +166,13 @@ def run_scaling(
     budget: int = MEMORY_BUDGET,
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
-    """Measure every point, logging one line each. The points of one line of the plot (same
-    axis, builder and reset mode, consecutive in ``points``) are compiled together and timed
-    in turns, ``repeats`` rounds, so that a shared machine's drifting load does not bend
-    the line; the best run of each counts."""
+    """Measure every point, logging one line each. The points of one panel line of the plot
+    (same axis and builder, consecutive in ``points``; with and without auto-reset together)
+    are compiled together and timed in turns, ``repeats`` rounds, so that a shared machine's
+    drifting load bends neither the line nor the auto-reset / no-reset ratio; the best run
+    of each counts."""
     rows = []
-    for _, group in itertools.groupby(points, key=lambda p: (p.axis, p.builder, p.resets)):
+    for _, group in itertools.groupby(points, key=lambda p: (p.axis, p.builder)):
         prepared = [prepare_point(p, config=config, seconds=seconds, budget=budget) for p in group]
         results = interleaved([timer for timer, _ in prepared], repeats)
         for (_, fixed), result in zip(prepared, results, strict=True):
@@ -230,6 +227,8 @@ def format_scaling(rows: Sequence[Mapping[str, Any]]) -> str:
                     r = next((r for r in sel if r["builder"] == builder and r[key] == v), None)
                     cells.append("" if r is None else _rate(r))
                 lines.append(f"| {builder} | " + " | ".join(cells) + " |")
+                if mode == AUTO_RESET:
+                    lines.append(_reset_ratio(rows, axis, key, builder, values))
             lines.append("")
     shows = [r for r in rows if r["axis"] == "showcase"]
     if shows:
@@ -265,6 +264,22 @@ def format_scaling(rows: Sequence[Mapping[str, Any]]) -> str:
                 + " |"
             )
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _reset_ratio(
+    rows: Sequence[Mapping[str, Any]], axis: str, key: str, builder: str, values: Sequence[Any]
+) -> str:
+    """Table row: each auto-reset rate over the same setting's no-reset rate."""
+    rate = {
+        (r["mode"], r[key]): r["env_steps_per_s"]
+        for r in rows
+        if r["axis"] == axis and r["builder"] == builder
+    }
+    cells = [
+        f"{rate[AUTO_RESET, v] / rate[NO_RESET, v]:.2f}" if (NO_RESET, v) in rate else ""
+        for v in values
+    ]
+    return f"| {builder}, auto-reset / no reset | " + " | ".join(cells) + " |"
 
 
 def _rate(row: Mapping[str, Any]) -> str:

@@ -1,5 +1,7 @@
 """Start N processes of one subcommand on this machine, joined through JAX's distributed
-runtime (CPU collectives over gloo): ``ppage-jax launch -n 2 -- bench --scaling``.
+runtime (CPU collectives over gloo): ``ppage-jax launch -n 2 -- bench --scaling``, ``...
+-- sweep SWEEP.yaml`` or ``... -- run CONFIG_DIR``; the subcommands that run on several
+processes say so with a module-level ``MULTI_PROCESS = True``.
 
 Each process gets the coordinator settings in its environment (JAX_COORDINATOR_ADDRESS on a
 free localhost port, JAX_NUM_PROCESSES, JAX_PROCESS_ID), so it runs exactly like

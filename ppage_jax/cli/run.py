@@ -8,7 +8,11 @@ Training checkpoints are written to RUN_DIR/checkpoints every experiment.checkpo
 updates: after Ctrl-C (exit 130) or a crash, `ppage-jax run --resume RUN_DIR` continues and
 ends with the same metrics and parameters. A directory that already holds a run is refused
 unless --resume or --overwrite is given; a diverging run (NaN or inf loss, return or
-parameter) stops with exit status 1 (docs/runs.md)."""
+parameter) stops with exit status 1 (docs/runs.md).
+
+On several processes (`ppage-jax launch -n N -- run ...`, or --coordinator/--num-processes/
+--process-id) each process trains its share of experiment.num_seeds (a multiple of the
+device count) and process 0 alone writes the run directory and evaluates (docs/scaling.md)."""
 
 from __future__ import annotations
 
@@ -21,11 +25,12 @@ import jax
 import numpy as np
 from tqdm import tqdm
 
+from ppage_jax import distributed
 from ppage_jax.artifacts import OutputError, fault, prepare_output_dir, remove_partial_files
 from ppage_jax.cli.evaluate import run_evaluation
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.cli.main import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_arguments, load_cli_config
-from ppage_jax.config import Config, load_config
+from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.tracking.base import add_logger_argument
 from ppage_jax.tracking.training import TrainingRecorder
 from ppage_jax.train import make_train_config, report
@@ -36,6 +41,8 @@ from ppage_jax.train.monitor import monitor_table
 from ppage_jax.train.runner import run_training
 from ppage_jax.viz.inspector import write_run_html
 from ppage_jax.viz.run_gif import write_run_gif
+
+MULTI_PROCESS = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit with status 3 when the reward-hacking monitor flags the run",
     )
+    distributed.add_arguments(parser)
 
 
 def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
@@ -100,10 +108,45 @@ def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
     return run_dir, load_config(run_dir / report.CONFIG_FILE), True
 
 
+def open_shared_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
+    """:func:`open_run` on process 0; the other processes get its run directory (and load
+    the same config) or its refusal."""
+    if not distributed.is_initialized():  # one process
+        return open_run(args)
+    opened, found, error = None, None, None
+    if distributed.is_writer():
+        try:
+            opened = open_run(args)
+            found = {"run_dir": str(opened[0]), "resuming": opened[2]}
+        except (OutputError, ConfigError) as err:
+            found, error = {"error": str(err)}, err
+    found = distributed.share(found)
+    if error is not None:
+        raise error
+    if "error" in found:
+        raise OutputError(found["error"])
+    if opened is not None:
+        return opened
+    run_dir = Path(found["run_dir"])
+    if found["resuming"]:
+        return run_dir, load_config(run_dir / report.CONFIG_FILE), True
+    return run_dir, load_cli_config(args), False
+
+
 def main(args: argparse.Namespace) -> int:
-    run_dir, config, resuming = open_run(args)
+    distributed.initialize_from_args(args)  # before any JAX work
+    lead = distributed.is_writer()
+    run_dir, config, resuming = open_shared_run(args)
     tc = make_train_config(config)
     env, exp = tc.env, config["experiment"]
+    if jax.process_count() > 1 and exp["num_seeds"] % jax.device_count():  # seeds are split
+        print(
+            f"ppage-jax run: with {jax.process_count()} processes, experiment.num_seeds must "
+            f"be a multiple of the {jax.device_count()} devices; got {exp['num_seeds']}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    say = print if lead else (lambda *_, **__: None)
     params = env.default_params
     resume_command = f"ppage-jax run --resume {run_dir}"
     checkpoints = TrainingCheckpoints(
@@ -112,27 +155,27 @@ def main(args: argparse.Namespace) -> int:
     try:
         latest = checkpoints.latest()  # a bad checkpoint fails now, before any work
     except CheckpointError as err:
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if resuming and (run_dir / report.SUMMARY_FILE).is_file():
-        print(f"{run_dir} is already complete ({report.SUMMARY_FILE}); nothing to resume")
+        say(f"{run_dir} is already complete ({report.SUMMARY_FILE}); nothing to resume")
         return 0
     if resuming:
-        print(
+        say(
             f"resuming {run_dir} from "
             + (f"update {latest['updates']}" if latest else "the start (no checkpoint was written)")
         )
-    else:
+    elif lead:
         report.write_config(run_dir, config)
     restored_steps = (latest["updates"] if latest else 0) * tc.env_steps_per_update
-    print(
+    say(
         f"config {config.path} (hash {tc.config_hash}): {env.num_agents} agents "
         f"{list(env.agent_names)}, {env.layout.size}x{env.layout.size}, "
         f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
         f"({env.observation_size}), terms {list(env.reward_terms)}"
     )
     roles = ", ".join(f"{r}s: {p}" for r, p in zip(("predator", "prey"), tc.roles, strict=True))
-    print(
+    say(
         f"training {tc.algorithm} ({roles}): "
         f"{exp['num_seeds']} seed(s) x {tc.num_envs} grids x {tc.num_updates} updates of "
         f"{tc.steps_per_update} turns on {jax.devices()[0].platform} -> {run_dir}"
@@ -144,18 +187,19 @@ def main(args: argparse.Namespace) -> int:
         total=total,
         unit="step",
         unit_scale=True,
-        disable=args.no_progress,
+        disable=args.no_progress or not lead,
         desc="compiling",
         dynamic_ncols=True,
         initial=done_before,
     )
     last = {"steps": done_before, "start": None, "start_steps": done_before}
 
-    recorder = TrainingRecorder(tc, config, params, run_dir, args.logger)
+    recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
 
     def on_chunk(metrics: dict, env_steps: int, runner) -> None:
         for flag in recorder.add_chunk(metrics, env_steps):
-            tqdm.write(flag.message)
+            if lead:
+                tqdm.write(flag.message)
         done = env_steps * exp["num_seeds"]
         now = time.perf_counter()
         if last["start"] is None:  # the first chunk includes the compile: time from here
@@ -187,14 +231,19 @@ def main(args: argparse.Namespace) -> int:
             )
         except CheckpointError as err:
             bar.close()
-            print(f"error: {err}", file=sys.stderr)
+            say(f"error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
         except DivergenceError as err:
             bar.close()
+            if not lead:
+                return EXIT_DIVERGED
             return diverged(err, tc, run_dir, recorder, resume_command)
         finally:
             checkpoints.close()
         bar.close()
+        if not lead:  # process 0 evaluates and writes the run directory
+            recorder.close()
+            return EXIT_INTERRUPTED if result.stopped else 0
         if result.stopped:
             kept = (
                 f"checkpoint of update {result.checkpoint} in {checkpoints.directory}"

@@ -4,7 +4,12 @@ Without SWEEP.yaml it runs PPAGE's four conditions (configs/ablation/sweep.yaml)
 
 Finished chunks are committed as they end: after Ctrl-C or a crash, `ppage-jax sweep --resume
 OUT_DIR` runs only the unfinished ones. An output directory that holds a sweep is refused
-unless --resume or --overwrite is given (docs/runs.md)."""
+unless --resume or --overwrite is given (docs/runs.md).
+
+Chunks are sized from the device's memory unless --chunk-size is given (--memory-budget or
+PPAGE_JAX_MEMORY_BUDGET sets the bytes per device). On several processes (`ppage-jax launch
+-n N -- sweep ...`, or --coordinator/--num-processes/--process-id) the runs are split over
+every process's devices and only process 0 writes the output directory (docs/scaling.md)."""
 
 from __future__ import annotations
 
@@ -12,14 +17,27 @@ import argparse
 import sys
 from pathlib import Path
 
+from ppage_jax import distributed
+from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import OutputError
 from ppage_jax.cli.args import positive_int
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
+from ppage_jax.cli.main import EXIT_BAD_INPUT
 from ppage_jax.config import parse_override
 from ppage_jax.tracking.base import add_logger_argument
+
+MULTI_PROCESS = True
+
+
+def byte_count(text: str) -> int:
+    """argparse type: a byte count such as 512M (see ``program.parse_bytes``)."""
+    try:
+        return parse_bytes(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--chunk-size",
         type=positive_int,
         default=None,
-        help="runs per compiled call (default: as many as fit in memory)",
+        help="runs per compiled call (default: as many as fit the memory budget)",
+    )
+    parser.add_argument(
+        "--memory-budget",
+        type=byte_count,
+        default=None,
+        metavar="BYTES",
+        help=f"bytes one device's share of the compiled sweep may take, e.g. 512M or 8G, when "
+        f"sizing the chunks (default: {MEMORY_BUDGET_ENV}, else 70 %% of the device's memory)",
     )
     parser.add_argument(
         "--resume",
@@ -70,6 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logger_argument(parser)
+    distributed.add_arguments(parser)
 
 
 def _source(args: argparse.Namespace) -> dict:
@@ -99,6 +126,7 @@ def _resumed_source(args: argparse.Namespace) -> dict:
             ("--arms", args.arms),
             ("--output", args.output),
             ("--chunk-size", args.chunk_size),
+            ("--memory-budget", args.memory_budget),
             ("--overwrite", args.overwrite),
         )
         if value
@@ -116,18 +144,48 @@ def _resumed_source(args: argparse.Namespace) -> dict:
     return source
 
 
+def _shared_resumed_source(args: argparse.Namespace) -> dict:
+    """:func:`_resumed_source` as process 0 reads it, on every process (only process 0
+    needs to see the output directory); its refusal on every process."""
+    found = None
+    if distributed.is_writer():
+        try:
+            found = {"source": _resumed_source(args)}
+        except OutputError as err:
+            found = {"error": str(err)}
+    found = distributed.share(found)
+    if "error" in found:
+        raise OutputError(found["error"])
+    return found["source"]
+
+
 def main(args: argparse.Namespace) -> int:
-    source = _resumed_source(args) if args.resume else _source(args)
+    if args.chunk_size is not None and args.memory_budget is not None:
+        print(
+            "ppage-jax sweep: --chunk-size fixes the chunk and --memory-budget sizes it; "
+            "pass one of them",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    distributed.initialize_from_args(args)  # before any JAX work
+    try:
+        memory_budget(args.memory_budget)  # a bad PPAGE_JAX_MEMORY_BUDGET fails now
+    except ValueError as err:
+        print(f"ppage-jax sweep: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    lead = distributed.is_writer()
+    source = _shared_resumed_source(args) if args.resume else _source(args)
     overrides = dict(source["overrides"])
     output = args.resume or args.output
     if output is not None:
         overrides["output_dir"] = output
     spec = load_sweep(source["sweep"], overrides, arms=source["arms"])
-    print(
-        f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
-        f"{list(spec.terms)}, baseline {spec.baseline}",
-        file=sys.stderr,
-    )
+    if lead:
+        print(
+            f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
+            f"{list(spec.terms)}, baseline {spec.baseline}",
+            file=sys.stderr,
+        )
     with StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop:
         summary = run_sweep(
             spec,
@@ -137,8 +195,11 @@ def main(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             should_stop=stop,
             source=source,
+            memory_budget_bytes=args.memory_budget,
         )
     out = summary["output_dir"]
+    if not lead:  # process 0 reports
+        return EXIT_INTERRUPTED if summary["stopped"] else 0
     if summary["stopped"]:
         done = sum(1 for _ in summary["results"])
         print(

@@ -172,6 +172,44 @@ def missing_backend(backend: str, package: str) -> ImportError:
 PACKAGES = {"tensorboard": "tensorboardX", "wandb": "wandb"}
 
 
+def import_backend(backend: str) -> Any:
+    """The Python package of ``backend`` (:data:`PACKAGES`); ImportError saying how to
+    install it when it is missing."""
+    package = PACKAGES[backend]
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        raise missing_backend(backend, package) from None
+
+
+class BackendLogger:
+    """What every tracking backend shares: the arguments :func:`open_logger` builds it with
+    (kept as attributes, ``hparams`` copied) and its package, imported as :attr:`module`.
+    A backend names itself in :attr:`backend` and opens its run in :meth:`start`."""
+
+    backend: str = ""
+
+    def __init__(
+        self,
+        directory: Path,
+        name: str,
+        group: str,
+        hparams: Mapping[str, Any],
+        job_type: str | None = None,
+    ):
+        self.module = import_backend(self.backend)
+        self.directory = Path(directory)
+        self.name = name
+        self.group = group
+        self.hparams = dict(hparams)
+        self.job_type = job_type
+        self.start()
+
+    def start(self) -> None:
+        """Open the backend's run (called once, at the end of ``__init__``)."""
+        raise NotImplementedError
+
+
 def logger_names(text: str) -> tuple[str, ...]:
     """argparse type of ``--logger``: the parsed names, each backend's package installed."""
     import argparse

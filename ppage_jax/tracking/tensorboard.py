@@ -6,34 +6,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.tracking.base import missing_backend
+from ppage_jax.tracking.base import BackendLogger
 
 # Sub-folder of the run (or sweep) directory holding the event files.
 TENSORBOARD_DIR = "tensorboard"
 
 
-class TensorBoardLogger:
+class TensorBoardLogger(BackendLogger):
     """One run's event files in ``<directory>/tensorboard/<name>``: scalars against env
     steps, the hyperparameters (hparams plugin), the resolved config as text and the GIF
     as an animated image."""
 
-    def __init__(
-        self,
-        directory: Path,
-        name: str,
-        group: str,
-        hparams: dict[str, Any],
-        job_type: str | None = None,
-    ):
-        try:
-            from tensorboardX import SummaryWriter
-        except ImportError:
-            raise missing_backend("tensorboard", "tensorboardX") from None
-        self.logdir = Path(directory) / TENSORBOARD_DIR / name
-        self.writer = SummaryWriter(logdir=str(self.logdir), flush_secs=30)
-        self.hparams = dict(hparams)
+    backend = "tensorboard"
+
+    def start(self) -> None:
+        self.logdir = self.directory / TENSORBOARD_DIR / self.name
+        self.writer = self.module.SummaryWriter(logdir=str(self.logdir), flush_secs=30)
         text = "\n".join(f"    {k}: {v}" for k, v in self.hparams.items())
-        self.writer.add_text("config", f"group {group}\n\n{text}", 0)
+        self.writer.add_text("config", f"group {self.group}\n\n{text}", 0)
 
     def log_scalars(self, step: int, values: Mapping[str, float]) -> None:
         for tag, value in values.items():

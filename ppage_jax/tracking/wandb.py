@@ -9,38 +9,28 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.tracking.base import missing_backend
+from ppage_jax.tracking.base import BackendLogger
 
 DEFAULT_PROJECT = "ppage-jax"
 
 
-class WandbLogger:
+class WandbLogger(BackendLogger):
     """One W&B run named ``<group>/<name>`` in ``group`` (``job_type``: a sweep's arm), under
     ``<directory>/wandb``: scalars against env steps (``env_steps`` is the x axis), the
     resolved config as the run's config, final metrics in its summary, the GIF as a video."""
 
-    def __init__(
-        self,
-        directory: Path,
-        name: str,
-        group: str,
-        hparams: dict[str, Any],
-        job_type: str | None = None,
-    ):
-        try:
-            import wandb
-        except ImportError:
-            raise missing_backend("wandb", "wandb") from None
-        self.wandb = wandb
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+    backend = "wandb"
+
+    def start(self) -> None:
+        wandb = self.module
+        self.directory.mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(
             project=os.environ.get("WANDB_PROJECT", DEFAULT_PROJECT),
-            name=f"{group}/{name}",
-            group=group,
-            job_type=job_type,
-            config=dict(hparams),
-            dir=str(directory),
+            name=f"{self.group}/{self.name}",
+            group=self.group,
+            job_type=self.job_type,
+            config=dict(self.hparams),
+            dir=str(self.directory),
             reinit="create_new",
             settings=wandb.Settings(console="off", silent=True),
         )
@@ -55,7 +45,7 @@ class WandbLogger:
         self.run.summary.update(dict(metrics))
 
     def log_gif(self, tag: str, path: Path, step: int) -> None:
-        self.run.log({tag: self.wandb.Video(str(path), format="gif"), "env_steps": step})
+        self.run.log({tag: self.module.Video(str(path), format="gif"), "env_steps": step})
 
     def close(self) -> None:
         self.run.finish()

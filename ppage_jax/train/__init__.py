@@ -13,6 +13,10 @@ The contract every algorithm module follows::
 - ``key`` a PRNG key, ``tc`` a :class:`TrainConfig` (no array leaves), ``params`` the
   ``EnvParams``. Pure and jittable end to end; vmappable over keys and over stacked
   ``EnvParams``: ``jax.jit(jax.vmap(module.train, in_axes=(0, None, 0)))(keys, tc, params)``.
+- ``module.train(key, tc, params, hyperparams)``: an optional ``{name: float32}`` of traced
+  hyperparameters (learning rates, loss coefficients, clipping, ``gamma``, ``gae_lambda``,
+  epsilon schedule, ``alpha``; :mod:`ppage_jax.train.traced`) replacing ``tc.hp``'s values;
+  new values (or a vmapped batch of them) run in the same compiled program.
 - ``runner_state``: the algorithm's final state (learners, optimiser states, grids, key,
   ``progress`` counters ``env_steps``/``episodes``/``updates``).
   ``module.policy_state(runner_state)`` is what the greedy policy needs (and what checkpoints
@@ -65,13 +69,18 @@ _LAZY: dict[str, str] = {
 
 
 def train(
-    key: jax.Array, config: TrainConfig | Config, params: EnvParams | None = None
+    key: jax.Array,
+    config: TrainConfig | Config,
+    params: EnvParams | None = None,
+    hyperparams: dict[str, Any] | None = None,
 ) -> tuple[Any, dict]:
     """Train the configured algorithm: ``(runner_state, metrics)``.
 
     ``config`` is a TrainConfig (or a Config, converted with :func:`make_train_config`, whose
     ``experiment.curriculum`` then applies); ``params`` defaults to the environment's
-    default params.
+    default params. ``hyperparams`` (``{name: value}``, traced: jit this with them as an
+    argument and new values do not recompile) replace the algorithm's traced
+    hyperparameters (:mod:`ppage_jax.train.traced`).
     """
     from ppage_jax.config import Config
     from ppage_jax.train.curriculum import config_curriculum
@@ -83,8 +92,8 @@ def train(
     params = tc.env.default_params if params is None else params
     module = algorithm(tc.algorithm)
     curriculum = config_curriculum(config) if isinstance(config, Config) else None
-    if curriculum is not None:
-        return train_loop(module.init, module.update, key, tc, params, curriculum)
+    if curriculum is not None or hyperparams:
+        return train_loop(module.init, module.update, key, tc, params, curriculum, hyperparams)
     return module.train(key, tc, params)
 
 

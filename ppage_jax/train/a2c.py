@@ -27,7 +27,7 @@ import jax
 import optax
 
 from ppage_jax.state import EnvParams
-from ppage_jax.train import pg, progress
+from ppage_jax.train import optim, pg, progress
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.hyperparams_ppage import A2CHyperparams
 from ppage_jax.train.pg import RunnerState
@@ -40,29 +40,36 @@ def network(tc: TrainConfig) -> pg.SeparateNetworks:
     return pg.SeparateNetworks(tc.env.num_actions, tc.hp.hidden_layers)
 
 
+def optimizer_settings(hp: A2CHyperparams) -> dict:
+    """The injected optimiser settings (:mod:`.optim`)."""
+    return {
+        "actor_lr": hp.actor_lr,
+        "critic_lr": hp.critic_lr,
+        "grad_clip": hp.grad_clip,
+        "weight_decay": hp.actor_weight_decay,
+    }
+
+
 def optimizer(hp: A2CHyperparams) -> optax.GradientTransformation:
     """The actor's and the critic's optimisers, each on its own network's parameters."""
-    actor = optax.chain(
-        optax.clip_by_global_norm(hp.grad_clip),
-        optax.add_decayed_weights(hp.actor_weight_decay),
-        optax.adam(hp.actor_lr),
-    )
-    critic = optax.chain(optax.clip_by_global_norm(hp.grad_clip), optax.adam(hp.critic_lr))
 
     def labels(params):
         return pg.layer_labels(params, lambda n: "actor" if pg.is_policy_layer(n) else "critic")
 
-    return optax.multi_transform({"actor": actor, "critic": critic}, labels)
+    def factory(actor_lr, critic_lr, grad_clip, weight_decay):
+        actor = optax.chain(
+            optax.clip_by_global_norm(grad_clip),
+            optax.add_decayed_weights(weight_decay),
+            optax.adam(actor_lr),
+        )
+        critic = optax.chain(optax.clip_by_global_norm(grad_clip), optax.adam(critic_lr))
+        return optax.multi_transform({"actor": actor, "critic": critic}, labels)
+
+    return optim.injected(factory, **optimizer_settings(hp))
 
 
 def settings(hp: A2CHyperparams) -> pg.NStepSettings:
-    return pg.NStepSettings(
-        n_steps=hp.n_steps,
-        gamma=hp.gamma,
-        entropy_coef=hp.entropy_coef,
-        value_coef=hp.value_loss_coef,
-        reward_scale=hp.reward_scale,
-    )
+    return pg.nstep_settings(hp, hp.value_loss_coef, optimizer_settings(hp))
 
 
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
@@ -75,21 +82,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return pg.sync_update(runner, tc, params, settings(tc.hp))
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train A2C: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "A2C")
 
 
-def policy_state(runner: RunnerState) -> dict:
-    """role -> network params."""
-    return pg.policy_params(runner)
-
-
-def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Argmax-logit actions int32[E, A] for the learning roles (0 for the others)."""
-    return pg.greedy_policy_actions(tc, network(tc), policy, obs)
-
-
-def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
-    return pg.sampled_policy_actions(tc, network(tc), policy, key, obs)
+policy_state, greedy_actions, sample_actions = pg.policy_functions(network)

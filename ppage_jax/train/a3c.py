@@ -55,19 +55,11 @@ def network(tc: TrainConfig) -> pg.SharedTrunkNetwork:
 
 
 def optimizer(hp: A3CHyperparams) -> optax.GradientTransformation:
-    return pg.adam_l2(hp.learning_rate, hp.actor_weight_decay, hp.grad_clip, pg.is_policy_layer)
+    return pg.shared_trunk_optimizer(hp)
 
 
 def settings(hp: A3CHyperparams) -> pg.NStepSettings:
-    return pg.NStepSettings(
-        n_steps=hp.n_steps,
-        gamma=hp.gamma,
-        entropy_coef=hp.entropy_coef,
-        value_coef=hp.value_coef,
-        reward_scale=hp.reward_scale,
-        normalize_returns=hp.normalize_returns,
-        return_norm_decay=hp.return_norm_decay,
-    )
+    return pg.nstep_settings(hp, hp.value_coef, pg.optimizer_settings(hp))
 
 
 # --------------------------------------------------------------------------- state
@@ -197,22 +189,8 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return pg.finish_update(runner, tc, finished, losses)
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train A3C: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "A3C")
 
 
 # --------------------------------------------------------------------------- policy
-def policy_state(runner: RunnerState) -> dict:
-    """role -> shared network params."""
-    return pg.policy_params(runner)
-
-
-def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Argmax-logit actions int32[E, A] for the learning roles (0 for the others)."""
-    return pg.greedy_policy_actions(tc, network(tc), policy, obs)
-
-
-def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
-    return pg.sampled_policy_actions(tc, network(tc), policy, key, obs)
+policy_state, greedy_actions, sample_actions = pg.policy_functions(network)

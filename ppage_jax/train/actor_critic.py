@@ -33,7 +33,7 @@ import optax
 from flax import struct
 
 from ppage_jax.state import EnvParams
-from ppage_jax.train import networks, pg, progress, roles, rollout
+from ppage_jax.train import networks, optim, pg, progress, roles, rollout
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.hyperparams_ppage import ActorCriticHyperparams
 from ppage_jax.train.pg import Learner
@@ -60,8 +60,7 @@ class RunnerState:
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     """Networks, optimisers, normalisers, ``I = 1`` and the first observations."""
     hp = tc.hp
-    tx = pg.adam_l2(hp.learning_rate, hp.actor_weight_decay, hp.grad_clip, pg.is_policy_layer)
-    base = pg.init_runner(tc, key, params, network(tc), tx)
+    base = pg.init_runner(tc, key, params, network(tc), pg.shared_trunk_optimizer(hp))
     discount = {
         role: jnp.ones((tc.num_envs, len(tc.agents_of(role))), jnp.float32)
         for role in base.learners
@@ -118,6 +117,7 @@ def learn(learner: Learner, batch: Transition, hp: ActorCriticHyperparams) -> tu
     else:
         target = batch.reward + hp.gamma * (1.0 - batch.terminal) * next_value
     grads, aux = jax.grad(td_loss, has_aux=True)(train.params, train.apply_fn, batch, target, hp)
+    train = optim.refresh(train, pg.optimizer_settings(hp))
     return Learner(train.apply_gradients(grads=grads), norm), aux
 
 
@@ -165,22 +165,8 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return pg.finish_update(runner, tc, finished, losses)
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train the actor-critic: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "the actor-critic")
 
 
 # --------------------------------------------------------------------------- policy
-def policy_state(runner: RunnerState) -> dict:
-    """role -> network params."""
-    return pg.policy_params(runner)
-
-
-def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Argmax-logit actions int32[E, A] for the learning roles (0 for the others)."""
-    return pg.greedy_policy_actions(tc, network(tc), policy, obs)
-
-
-def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
-    return pg.sampled_policy_actions(tc, network(tc), policy, key, obs)
+policy_state, greedy_actions, sample_actions = pg.policy_functions(network)

@@ -56,9 +56,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return RunnerState(env, key, progress.advance(runner.progress, tc, row)), row
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Roll out the random policy: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "the random baseline (no learning)")
 
 
 def policy_state(runner: RunnerState) -> dict:

@@ -11,7 +11,10 @@ compiled update loop.
 
 Leaves: ``reward.weights.<term>``, ``reward.term_params.<term>.<param>`` (numeric params),
 ``reward.gamma``, ``speeds.<predators|preys>``, ``stamina.<predators|preys>``,
-``capture_threshold`` and ``max_steps`` (integer leaves take the rounded value). Schedules,
+``capture_threshold`` and ``max_steps`` (integer leaves take the rounded value), and the
+algorithm's traced hyperparameters by name (``learning_rate``, ``ent_coef``, ...;
+:mod:`ppage_jax.train.traced`, e.g. ``ent_coef: {schedule: linear, from: 0.05, to: 0.0,
+end: 1000000}``). Schedules,
 over the env steps one seed has taken (``progress.env_steps``) before an update:
 
 - ``constant``: ``value``;
@@ -36,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppage_jax.config import Field
 from ppage_jax.state import EnvParams
 from ppage_jax.types import pytree_dataclass, static_field
 
@@ -60,7 +64,7 @@ class Target:
 
     key: str  # the curriculum key, e.g. "reward.weights.survival"
     leaf: str  # weights, term_param, gamma, speeds, stamina,
-    # capture_threshold or max_steps
+    # capture_threshold, max_steps, or hyperparam (a traced training hyperparameter, param)
     index: int | None = None  # the term's column of weights
     term: str | None = None  # term_param: the term and its param
     param: str | None = None
@@ -124,18 +128,36 @@ def schedule_values(c: Curriculum, env_steps: jax.Array) -> jax.Array:
     return jnp.take_along_axis(table, c.kind[None, :], axis=0)[0]
 
 
+def apply_schedules(
+    c: Curriculum | None,
+    params: EnvParams,
+    hyperparams: Mapping[str, jax.Array] | None,
+    env_steps: jax.Array,
+) -> tuple[EnvParams, dict[str, jax.Array] | None, dict[str, jax.Array]]:
+    """The params and traced hyperparameters (:mod:`ppage_jax.train.traced`) an update uses
+    after ``env_steps`` env steps, and the applied values (float32, ``curriculum/<key>``) for
+    the metrics row. ``None``: both unchanged."""
+    if c is None or not c.targets:
+        return params, hyperparams, {}
+    values = schedule_values(c, env_steps)
+    logged = {}
+    for i, target in enumerate(c.targets):
+        if target.leaf == "hyperparam":
+            applied = values[i]
+            hyperparams = {**(hyperparams or {}), target.param: applied}
+        else:
+            params, applied = target.set(params, values[i])
+        logged[PREFIX + target.key] = applied.astype(jnp.float32)
+    return params, hyperparams, logged
+
+
 def apply_curriculum(
     c: Curriculum | None, params: EnvParams, env_steps: jax.Array
 ) -> tuple[EnvParams, dict[str, jax.Array]]:
     """The params an update uses after ``env_steps`` env steps, and the applied values
-    (float32, ``curriculum/<key>``) for the metrics row. ``None``: params unchanged."""
-    if c is None or not c.targets:
-        return params, {}
-    values = schedule_values(c, env_steps)
-    logged = {}
-    for i, target in enumerate(c.targets):
-        params, applied = target.set(params, values[i])
-        logged[PREFIX + target.key] = applied.astype(jnp.float32)
+    (float32, ``curriculum/<key>``) for the metrics row. ``None``: params unchanged.
+    Scheduled hyperparameters are applied by :func:`apply_schedules`."""
+    params, _, logged = apply_schedules(c, params, None, env_steps)
     return params, logged
 
 
@@ -187,7 +209,23 @@ def _targets(data: Mapping[str, Any]) -> dict[str, tuple[Target, tuple[float, fl
             out[f"stamina.{role}"] = (Target("", "stamina", rows=rows), (0, INT32_MAX))
     out["capture_threshold"] = (Target("", "capture_threshold"), (0, INT32_MAX))
     out["max_steps"] = (Target("", "max_steps"), (1, INT32_MAX))
+    out.update(_hyperparam_targets(data))
     return {key: (dataclasses.replace(t, key=key), bounds) for key, (t, bounds) in out.items()}
+
+
+def _hyperparam_targets(data: Mapping[str, Any]) -> dict[str, tuple[Target, Any]]:
+    """The configured algorithm's traced hyperparameters, each with the Field its values
+    must pass (none when the algorithm is unknown: the schema reports that)."""
+    from ppage_jax.train.hyperparams import checks
+    from ppage_jax.train.registry import ALGORITHMS
+    from ppage_jax.train.traced import traced_names
+
+    name = data["experiment"]["algorithm"]["name"]
+    if name not in ALGORITHMS:
+        return {}
+    cls = ALGORITHMS[name].hyperparams
+    fields = checks(cls)
+    return {n: (Target("", "hyperparam", param=n), fields[n]) for n in traced_names(cls)}
 
 
 def _number(fail: Callable[..., None], key: str, value: Any) -> float:
@@ -263,6 +301,14 @@ def validate_curriculum(data: dict, fail: Callable[..., None]) -> None:
             if any(b >= c for b, c in zip(steps, steps[1:], strict=False)):
                 fail(f"{dotted}.boundaries", bounds, "must be strictly increasing")
             clean.update({"values": list(values), "boundaries": list(bounds)})
+        if isinstance(targets[key][1], Field):  # a traced hyperparameter
+            for value in outputs:
+                try:
+                    targets[key][1].validate(value)
+                except ValueError as err:
+                    fail(dotted, body, f"its values {err} for {key}")
+            out[key] = clean
+            continue
         low, high = targets[key][1]
         for value in outputs:
             if not low <= value <= high:

@@ -26,7 +26,7 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from ppage_jax.state import EnvParams
-from ppage_jax.train import exploration, networks, progress, roles, rollout
+from ppage_jax.train import exploration, networks, optim, progress, roles, rollout
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.hyperparams import DQNHyperparams
 from ppage_jax.train.progress import Progress
@@ -90,11 +90,16 @@ class RunnerState:
     progress: Progress
 
 
+def optimizer_settings(hp: Hyperparams) -> dict:
+    """The injected optimiser settings (:mod:`.optim`): Adam's step size, the clip norm."""
+    return {"learning_rate": hp.learning_rate, "max_norm": hp.grad_clip}
+
+
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     k_env, k_net, key = jax.random.split(key, 3)
     env = rollout.env_reset(tc, k_env, params)
     net, hp = network(tc), tc.hp
-    tx = optax.chain(optax.clip_by_global_norm(hp.grad_clip), optax.adam(hp.learning_rate))
+    tx = optim.injected(optim.adam_clipped, **optimizer_settings(hp))
     learners = {}
     for i, role in enumerate(tc.learning_roles):
         x = networks.role_input(tc, role, env.obs[0])
@@ -167,7 +172,7 @@ def sgd_step(learner: Learner, hp: Hyperparams, key: jax.Array) -> tuple[Learner
     loss, grads = jax.value_and_grad(q_loss)(
         learner.train.params, learner.target, learner.train.apply_fn, hp, batch
     )
-    train = learner.train.apply_gradients(grads=grads)
+    train = optim.refresh(learner.train, optimizer_settings(hp)).apply_gradients(grads=grads)
     steps = learner.gradient_steps + 1
     target = jax.tree.map(
         lambda t, o: jnp.where(steps % hp.target_update_interval == 0, o, t),
@@ -252,9 +257,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return runner, row
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train DQN: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "DQN")
 
 
 # --------------------------------------------------------------------------- policy

@@ -26,18 +26,28 @@ from ppage_jax.config import UNIT_INTERVAL, Field, positive
 Fail = Callable[..., None]
 
 
-def param(default: Any, check: Field, doc: str) -> Any:
+def param(default: Any, check: Field, doc: str, traced: bool = False) -> Any:
     """A hyperparameter field: its ``default`` (a list is stored as a tuple), the
-    :class:`~ppage_jax.config.Field` its configured value must pass, and a one-line ``doc``."""
+    :class:`~ppage_jax.config.Field` its configured value must pass, and a one-line ``doc``.
+    ``traced``: a float the learner reads as a traced value (:mod:`ppage_jax.train.traced`),
+    so it may change between runs of one compiled program (sweep arms, curricula)."""
     if isinstance(default, list):
         default = tuple(default)
-    return dataclasses.field(default=default, metadata={"check": check, "doc": doc})
+    return dataclasses.field(
+        default=default, metadata={"check": check, "doc": doc, "traced": traced}
+    )
 
 
 def redefault(cls: type, name: str, default: Any) -> Any:
-    """Field ``name`` of the declaration ``cls`` with another default (same check and doc)."""
+    """Field ``name`` of the declaration ``cls`` with another default (same check, doc and
+    tracing)."""
     field = {f.name: f for f in dataclasses.fields(cls)}[name]
-    return param(default, field.metadata["check"], field.metadata["doc"])
+    return param(
+        default,
+        field.metadata["check"],
+        field.metadata["doc"],
+        field.metadata.get("traced", False),
+    )
 
 
 # --------------------------------------------------------------------------- shared bases
@@ -50,12 +60,17 @@ class Hyperparams:
     def check(self, data: dict, fail: Fail) -> None:
         """Cross-key rules over the merged config ``data``; report through ``fail``."""
 
+    def traced_value(self, name: str) -> float:
+        """The value the learner uses for traced hyperparameter ``name`` (a declaration whose
+        field falls back on another, such as A2C's step sizes, resolves it here)."""
+        return getattr(self, name)
+
 
 @dataclasses.dataclass(frozen=True)
 class LearnerHyperparams(Hyperparams):
     """What every learning algorithm has."""
 
-    gamma: float = param(0.99, UNIT_INTERVAL, "discount factor")
+    gamma: float = param(0.99, UNIT_INTERVAL, "discount factor", traced=True)
 
 
 HIDDEN_LAYERS = Field(
@@ -72,7 +87,7 @@ HIDDEN_LAYERS = Field(
 class NetworkHyperparams(LearnerHyperparams):
     """What every neural-network learner has."""
 
-    learning_rate: float = param(1e-3, positive(), "Adam step size")
+    learning_rate: float = param(1e-3, positive(), "Adam step size", traced=True)
     hidden_layers: tuple[int, ...] = param((64, 64), HIDDEN_LAYERS, "widths of the MLP layers")
     obs_scale: float | None = param(
         None,
@@ -84,18 +99,23 @@ class NetworkHyperparams(LearnerHyperparams):
         ),
         "factor applied to observations before the network",
     )
-    reward_scale: float = param(0.01, positive(), "factor applied to rewards before learning")
+    reward_scale: float = param(
+        0.01, positive(), "factor applied to rewards before learning", traced=True
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class EpsilonGreedyHyperparams(LearnerHyperparams):
     """PPAGE's epsilon-greedy exploration, decaying once per finished episode."""
 
-    epsilon: float = param(1.0, UNIT_INTERVAL, "initial exploration probability")
+    epsilon: float = param(1.0, UNIT_INTERVAL, "initial exploration probability", traced=True)
     epsilon_decay: float = param(
-        0.995, UNIT_INTERVAL, "epsilon factor per finished episode (all grids count)"
+        0.995,
+        UNIT_INTERVAL,
+        "epsilon factor per finished episode (all grids count)",
+        traced=True,
     )
-    min_epsilon: float = param(0.05, UNIT_INTERVAL, "floor of the decayed epsilon")
+    min_epsilon: float = param(0.05, UNIT_INTERVAL, "floor of the decayed epsilon", traced=True)
 
 
 # --------------------------------------------------------------------------- algorithms
@@ -167,13 +187,15 @@ class IPPOHyperparams(EncoderHyperparams):
     num_minibatches: int = param(
         4, positive(int), "minibatches per epoch (must divide num_envs * num_steps)"
     )
-    gae_lambda: float = param(0.95, UNIT_INTERVAL, "GAE lambda")
-    clip_eps: float = param(0.2, positive(), "PPO ratio and value clipping")
+    gae_lambda: float = param(0.95, UNIT_INTERVAL, "GAE lambda", traced=True)
+    clip_eps: float = param(0.2, positive(), "PPO ratio and value clipping", traced=True)
     ent_coef: float = param(
-        0.01, Field(float, False, lambda v: v >= 0, ">= 0"), "entropy bonus weight"
+        0.01, Field(float, False, lambda v: v >= 0, ">= 0"), "entropy bonus weight", traced=True
     )
-    vf_coef: float = param(0.5, Field(float, False, lambda v: v >= 0, ">= 0"), "value loss weight")
-    max_grad_norm: float = param(0.5, positive(), "global gradient-norm clip")
+    vf_coef: float = param(
+        0.5, Field(float, False, lambda v: v >= 0, ">= 0"), "value loss weight", traced=True
+    )
+    max_grad_norm: float = param(0.5, positive(), "global gradient-norm clip", traced=True)
     activation: str = param(
         "tanh",
         Field(str, False, lambda v: v in ("tanh", "relu"), "one of ['tanh', 'relu']"),
@@ -217,7 +239,7 @@ class DQNHyperparams(NetworkHyperparams, EpsilonGreedyHyperparams):
     target_update_interval: int = param(
         100, positive(int), "gradient steps between hard target syncs"
     )
-    grad_clip: float = param(5.0, positive(), "global gradient-norm clip")
+    grad_clip: float = param(5.0, positive(), "global gradient-norm clip", traced=True)
     gradient_steps: int = param(1, positive(int), "gradient steps per turn")
 
     def check(self, data: dict, fail: Fail) -> None:
@@ -248,7 +270,10 @@ class TabularHyperparams(EpsilonGreedyHyperparams):
 
     num_steps: int = redefault(Hyperparams, "num_steps", 16)
     alpha: float = param(
-        0.1, Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"), "Q-learning step size"
+        0.1,
+        Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "Q-learning step size",
+        traced=True,
     )
     table_size: int = param(
         65_536,
@@ -348,8 +373,9 @@ def undeclared_fields(cls: type) -> list[str]:
 
 def markdown_table(algorithms: dict[str, type[Hyperparams]] | None = None) -> str:
     """The documentation of every algorithm's hyperparameters: a heading, the description
-    and a ``key | default | allowed | meaning`` table per algorithm (default: every registered
-    one, in registry order)."""
+    and a ``key | default | allowed | traced | meaning`` table per algorithm (default: every
+    registered one, in registry order; ``traced``: the key may vary between the runs of one
+    compiled program, :mod:`ppage_jax.train.traced`)."""
     if algorithms is None:
         from ppage_jax.train.registry import ALGORITHMS
 
@@ -362,13 +388,14 @@ def markdown_table(algorithms: dict[str, type[Hyperparams]] | None = None) -> st
             "",
             summary,
             "",
-            "| key | default | allowed | meaning |",
-            "|---|---|---|---|",
+            "| key | default | allowed | traced | meaning |",
+            "|---|---|---|---|---|",
         ]
         for f in dataclasses.fields(cls):
             allowed = f.metadata["check"].describe().removeprefix("must be ")
             default = json.dumps(list(f.default) if isinstance(f.default, tuple) else f.default)
-            out.append(f"| `{f.name}` | `{default}` | {allowed} | {f.metadata['doc']} |")
+            traced = "yes" if f.metadata.get("traced", False) else ""
+            out.append(f"| `{f.name}` | `{default}` | {allowed} | {traced} | {f.metadata['doc']} |")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -49,11 +49,11 @@ class ActorCriticHyperparams(NetworkHyperparams):
     num_steps: int = redefault(Hyperparams, "num_steps", 16)
     hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
     reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
-    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight")
-    entropy_coef: float = param(0.0, NON_NEGATIVE, "entropy bonus weight")
-    grad_clip: float = param(5.0, positive(), "global gradient-norm clip")
+    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
+    entropy_coef: float = param(0.0, NON_NEGATIVE, "entropy bonus weight", traced=True)
+    grad_clip: float = param(5.0, positive(), "global gradient-norm clip", traced=True)
     actor_weight_decay: float = param(
-        0.0, NON_NEGATIVE, "L2 penalty on the policy head (Adam weight_decay)"
+        0.0, NON_NEGATIVE, "L2 penalty on the policy head (Adam weight_decay)", traced=True
     )
     normalize_returns: bool = param(
         False, Field(bool), "PopArt-style normalisation of the critic's targets"
@@ -79,20 +79,24 @@ class A2CHyperparams(NetworkHyperparams):
         None,
         Field(float, True, lambda v: v > 0, "> 0"),
         "the actor's Adam step size (null: learning_rate, else 3e-4)",
+        traced=True,
     )
     critic_learning_rate: float | None = param(
         None,
         Field(float, True, lambda v: v > 0, "> 0"),
         "the critic's Adam step size (null: learning_rate, else 1e-3)",
+        traced=True,
     )
     hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
     reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
     n_steps: int = param(5, positive(int), "rollout length per gradient step")
-    entropy_coef: float = param(0.01, NON_NEGATIVE, "entropy bonus weight")
-    value_loss_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight")
-    grad_clip: float = param(5.0, positive(), "gradient-norm clip (actor and critic apart)")
+    entropy_coef: float = param(0.01, NON_NEGATIVE, "entropy bonus weight", traced=True)
+    value_loss_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
+    grad_clip: float = param(
+        5.0, positive(), "gradient-norm clip (actor and critic apart)", traced=True
+    )
     actor_weight_decay: float = param(
-        0.0, NON_NEGATIVE, "L2 penalty on the actor (Adam weight_decay)"
+        0.0, NON_NEGATIVE, "L2 penalty on the actor (Adam weight_decay)", traced=True
     )
 
     @property
@@ -102,6 +106,10 @@ class A2CHyperparams(NetworkHyperparams):
     @property
     def critic_lr(self) -> float:
         return _first(self.critic_learning_rate, self.learning_rate, 1e-3)
+
+    def traced_value(self, name: str) -> float:
+        resolved = {"actor_learning_rate": self.actor_lr, "critic_learning_rate": self.critic_lr}
+        return resolved.get(name, getattr(self, name))
 
     def check(self, data: dict, fail: Fail) -> None:
         _multiple_of_n_steps(self, fail)
@@ -121,11 +129,11 @@ class A3CHyperparams(NetworkHyperparams):
     hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
     reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
     n_steps: int = param(5, positive(int), "rollout length per gradient step")
-    entropy_coef: float = param(0.05, NON_NEGATIVE, "entropy bonus weight")
-    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight")
-    grad_clip: float = param(5.0, positive(), "global gradient-norm clip")
+    entropy_coef: float = param(0.05, NON_NEGATIVE, "entropy bonus weight", traced=True)
+    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
+    grad_clip: float = param(5.0, positive(), "global gradient-norm clip", traced=True)
     actor_weight_decay: float = param(
-        0.0, NON_NEGATIVE, "L2 penalty on the policy head (Adam weight_decay)"
+        0.0, NON_NEGATIVE, "L2 penalty on the policy head (Adam weight_decay)", traced=True
     )
     normalize_returns: bool = param(
         False, Field(bool), "PopArt-style normalisation of the critic's targets"

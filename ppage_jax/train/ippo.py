@@ -57,6 +57,4 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return ppo.update(runner, tc, params)
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train IPPO: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "IPPO")

@@ -37,7 +37,7 @@ import numpy as np
 from flax import struct
 
 from ppage_jax.state import EnvParams
-from ppage_jax.train import exploration, lp, progress, roles, rollout, tabular
+from ppage_jax.train import lp, progress, rollout, tabular
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.hyperparams_ppage import JALGTHyperparams
 from ppage_jax.train.progress import Progress
@@ -206,25 +206,20 @@ def td_update(
     n, size, num_joint = tables.shape
     player = jnp.arange(n)[None, :]
     q_taken = tables[player, keys[:, None], joint[:, None]]
-    td = reward + hp.gamma * (1.0 - terminal) * next_value - q_taken
     index = (player * size + keys[:, None]) * num_joint + joint[:, None]
-    flat = tabular._averaged_add(
-        tables.reshape(-1), index.reshape(-1), (hp.alpha * td).reshape(-1), valid.reshape(-1)
-    )
-    return flat.reshape(tables.shape), td
+    return tabular.q_step(tables, index, q_taken, reward, terminal, next_value, valid, hp)
 
 
 def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
     """``num_steps`` turns, each followed by one batched update of every player's table."""
     hp, rows, k = tc.hp, players(tc), tc.env.num_actions
 
-    def one_step(carry, _):
-        tables, env, key, episodes = carry
-        key, k_act, k_fixed, k_env = jax.random.split(key, 4)
-        epsilon = exploration.ppage_epsilon(hp, episodes)
-        actions, chosen, keys = act(tc, tables, k_act, env.obs, epsilon)
-        actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
-        env, step = rollout.env_step(tc, k_env, env, actions, params, hp.gamma)
+    def play(tables, key, obs, epsilon):
+        actions, chosen, keys = act(tc, tables, key, obs, epsilon)
+        return actions, (chosen, keys)
+
+    def learn(tables, step, actions, acted):
+        chosen, keys = acted
         errors = {}
         if len(rows):
             next_keys = joint_keys(tc, step.final_obs)
@@ -247,24 +242,12 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
                 errors[f"td_error/{role}"] = rollout.masked_mean(
                     jnp.abs(td[:, mine]), valid[:, mine]
                 )
-        episodes = episodes + step.finished["done"].sum()
-        return (tables, env, key, episodes), (step.finished, errors, epsilon)
+        return tables, errors
 
-    (tables, env, key, _), (finished, errors, epsilon) = jax.lax.scan(
-        one_step,
-        (runner.tables, runner.env, runner.key, runner.progress.episodes),
-        None,
-        length=hp.num_steps,
-    )
-    row = progress.episode_metrics(tc, finished)
-    row["losses"] = jax.tree.map(jnp.mean, errors)
-    row["extras"] = {"epsilon": epsilon[-1]}
-    return RunnerState(tables, env, key, progress.advance(runner.progress, tc, row)), row
+    return tabular.epsilon_greedy_update(tc, runner, params, play, learn)
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train JAL-GT: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "JAL-GT")
 
 
 # --------------------------------------------------------------------------- policy

@@ -31,7 +31,7 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from ppage_jax.state import EnvParams
-from ppage_jax.train import networks, progress, roles, rollout
+from ppage_jax.train import networks, optim, progress, roles, rollout
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.progress import Progress
 from ppage_jax.train.rollout import EnvCarry
@@ -104,16 +104,37 @@ def adam_l2(
     learning_rate: float, weight_decay: float, grad_clip: float, decayed: Callable[[str], bool]
 ) -> optax.GradientTransformation:
     """PyTorch's ``clip_grad_norm_`` then ``Adam(weight_decay=...)`` on the layers ``decayed``
-    names (L2 added to the clipped gradient, as torch's Adam does), plain Adam elsewhere."""
+    names (L2 added to the clipped gradient, as torch's Adam does), plain Adam elsewhere. The
+    three settings are injected (:func:`optimizer_settings` names them)."""
 
     def mask(params):
         return layer_labels(params, lambda n: bool(decayed(n)))
 
-    return optax.chain(
-        optax.clip_by_global_norm(grad_clip),
-        optax.masked(optax.add_decayed_weights(weight_decay), mask),
-        optax.adam(learning_rate),
+    def factory(learning_rate, weight_decay, grad_clip):
+        return optax.chain(
+            optax.clip_by_global_norm(grad_clip),
+            optax.masked(optax.add_decayed_weights(weight_decay), mask),
+            optax.adam(learning_rate),
+        )
+
+    return optim.injected(
+        factory, learning_rate=learning_rate, weight_decay=weight_decay, grad_clip=grad_clip
     )
+
+
+def optimizer_settings(hp: Any) -> dict:
+    """The injected settings of :func:`adam_l2` from a shared-trunk learner's ``hp``."""
+    return {
+        "learning_rate": hp.learning_rate,
+        "weight_decay": hp.actor_weight_decay,
+        "grad_clip": hp.grad_clip,
+    }
+
+
+def shared_trunk_optimizer(hp: Any) -> optax.GradientTransformation:
+    """``actor_critic``'s and ``a3c``'s optimiser: :func:`adam_l2` with the weight decay on
+    the policy head."""
+    return adam_l2(**optimizer_settings(hp), decayed=is_policy_layer)
 
 
 def is_policy_layer(name: str) -> bool:
@@ -294,6 +315,21 @@ class NStepSettings:
     reward_scale: float
     normalize_returns: bool = False
     return_norm_decay: float = 0.999
+    optimizer: dict | None = None  # injected optimiser settings set before each step
+
+
+def nstep_settings(hp: Any, value_coef: float, optimizer: dict) -> NStepSettings:
+    """The :class:`NStepSettings` of an n-step learner's ``hp`` (``a2c``, ``a3c``)."""
+    return NStepSettings(
+        n_steps=hp.n_steps,
+        gamma=hp.gamma,
+        entropy_coef=hp.entropy_coef,
+        value_coef=value_coef,
+        reward_scale=hp.reward_scale,
+        normalize_returns=getattr(hp, "normalize_returns", False),
+        return_norm_decay=getattr(hp, "return_norm_decay", 0.999),
+        optimizer=optimizer,
+    )
 
 
 @struct.dataclass
@@ -419,7 +455,7 @@ def apply_update(
 ) -> Learner:
     """Step the optimiser with ``grads``; then fold the valid raw returns into the
     normaliser and rescale the value head to keep its outputs (when normalising)."""
-    train = learner.train.apply_gradients(grads=grads)
+    train = optim.refresh(learner.train, settings.optimizer).apply_gradients(grads=grads)
     norm = learner.norm
     if settings.normalize_returns:
         decay = settings.return_norm_decay
@@ -488,3 +524,24 @@ def finish_update(runner: Any, tc: TrainConfig, finished: dict, losses: dict) ->
 def policy_params(runner: Any) -> dict:
     """role -> network params (what the greedy policy needs, and what checkpoints hold)."""
     return {role: learner.train.params for role, learner in runner.learners.items()}
+
+
+def policy_functions(
+    network: Callable[[TrainConfig], nn.Module],
+) -> tuple[Callable, Callable, Callable]:
+    """``(policy_state, greedy_actions, sample_actions)`` of a learner whose runner holds
+    ``learners`` (:class:`Learner`) and whose network is ``network(tc)``."""
+
+    def policy_state(runner: Any) -> dict:
+        """role -> network params."""
+        return policy_params(runner)
+
+    def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
+        """Argmax-logit actions int32[E, A] for the learning roles (0 for the others)."""
+        return greedy_policy_actions(tc, network(tc), policy, obs)
+
+    def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
+        """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
+        return sampled_policy_actions(tc, network(tc), policy, key, obs)
+
+    return policy_state, greedy_actions, sample_actions

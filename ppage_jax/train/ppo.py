@@ -17,6 +17,7 @@ minibatch steps per role.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import flax.linen as nn
@@ -28,7 +29,7 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from ppage_jax.state import EnvParams, State
-from ppage_jax.train import networks, progress, roles
+from ppage_jax.train import networks, optim, progress, roles
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.encoders import Encoder, InputSpec, activation_fn, input_spec, scaled_init
 from ppage_jax.train.hyperparams import IPPOHyperparams
@@ -102,15 +103,29 @@ class RunnerState:
 
 
 def optimizer(tc: TrainConfig) -> optax.GradientTransformation:
-    """Adam (learning rate annealed linearly to 0 with ``anneal_lr``) after global-norm
-    clipping."""
+    """Adam after global-norm clipping, both settings injected (:mod:`.optim`): each step
+    sets them from ``hp`` (the learning rate annealed linearly to 0 with ``anneal_lr``,
+    :func:`learning_rate`)."""
     hp = tc.hp
-    steps_per_update = hp.update_epochs * hp.num_minibatches
-    if hp.anneal_lr:
-        lr = optax.linear_schedule(hp.learning_rate, 0.0, tc.num_updates * steps_per_update)
-    else:
-        lr = hp.learning_rate
-    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.adam(lr, eps=1e-5))
+    return optim.injected(
+        functools.partial(optim.adam_clipped, eps=1e-5),
+        learning_rate=hp.learning_rate,
+        max_norm=hp.max_grad_norm,
+    )
+
+
+def anneal_steps(tc: TrainConfig) -> int:
+    """Optimiser steps over which the learning rate anneals to 0 (0: it does not)."""
+    hp = tc.hp
+    return tc.num_updates * hp.update_epochs * hp.num_minibatches if hp.anneal_lr else 0
+
+
+def learning_rate(hp: IPPOHyperparams, step: jax.Array, anneal: int = 0) -> jax.Array:
+    """The step size at optimiser step ``step``: ``hp.learning_rate``, annealed linearly to 0
+    over ``anneal`` steps when ``anneal > 0``."""
+    if not anneal:
+        return jnp.asarray(hp.learning_rate, jnp.float32)
+    return optax.linear_schedule(hp.learning_rate, 0.0, anneal)(step)
 
 
 def _critic_x(
@@ -274,9 +289,10 @@ def ppo_loss(
 
 
 def learn(
-    learner: TrainState, traj: Trajectory, hp: IPPOHyperparams, key: jax.Array
+    learner: TrainState, traj: Trajectory, hp: IPPOHyperparams, key: jax.Array, anneal: int = 0
 ) -> tuple[TrainState, dict]:
-    """``update_epochs`` x ``num_minibatches`` PPO steps on one role's trajectory."""
+    """``update_epochs`` x ``num_minibatches`` PPO steps on one role's trajectory (the step
+    size annealed over ``anneal`` optimiser steps, :func:`learning_rate`)."""
     advantages, targets = gae(traj, hp.gamma, hp.gae_lambda)
     batch_size = traj.reward.shape[0] * traj.reward.shape[1]
     flat = jax.tree.map(
@@ -293,7 +309,11 @@ def learn(
         def minibatch(learner, mb):
             batch, adv, tgt = mb
             (_, aux), grads = grad_fn(learner.params, learner.apply_fn, hp, batch, adv, tgt)
-            return learner.apply_gradients(grads=grads), aux
+            settings = {
+                "learning_rate": learning_rate(hp, learner.step, anneal),
+                "max_norm": hp.max_grad_norm,
+            }
+            return optim.refresh(learner, settings).apply_gradients(grads=grads), aux
 
         return jax.lax.scan(minibatch, learner, shuffled)
 
@@ -310,7 +330,11 @@ def update(
     learners, losses = {}, {}
     for i, role in enumerate(tc.learning_roles):
         learners[role], aux = learn(
-            runner.learners[role], trajectories[role], tc.hp, jax.random.fold_in(k_learn, i)
+            runner.learners[role],
+            trajectories[role],
+            tc.hp,
+            jax.random.fold_in(k_learn, i),
+            anneal_steps(tc),
         )
         for name, value in aux.items():
             losses[f"{name}/{role}"] = value

@@ -13,7 +13,8 @@ from jax import lax
 
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.curriculum import Curriculum, apply_curriculum
+from ppage_jax.train.curriculum import Curriculum, apply_schedules
+from ppage_jax.train.traced import TracedHyperparams, bind
 from ppage_jax.types import pytree_dataclass
 
 
@@ -93,20 +94,25 @@ def run_updates(
     params: EnvParams,
     num_updates: int,
     curriculum: Curriculum | None = None,
+    hyperparams: TracedHyperparams | None = None,
 ) -> tuple[Any, dict]:
     """``num_updates`` updates in a ``lax.scan``; metrics stacked per update.
 
     With an episode budget (``tc.episodes``) an update whose run has already finished that
     many episodes is skipped: the runner passes through unchanged and its metrics row has
     ``active = False`` (and NaN/zero values). With a ``curriculum`` each update uses the
-    params scheduled for the env steps taken so far, logged as ``extras`` columns."""
+    params and hyperparameters scheduled for the env steps taken so far, logged as
+    ``extras`` columns. ``hyperparams`` (traced, :mod:`ppage_jax.train.traced`) replace
+    the values of ``tc.hp`` they name."""
 
     def one(runner, _):
-        now, scheduled = apply_curriculum(curriculum, params, runner.progress.env_steps)
-        runner, row = one_update(runner, now)
+        now, hyper, scheduled = apply_schedules(
+            curriculum, params, hyperparams, runner.progress.env_steps
+        )
+        runner, row = one_update(runner, bind(tc, hyper), now)
         return runner, with_extras(row, scheduled)
 
-    def one_update(runner, params):
+    def one_update(runner, tc, params):
         if tc.episodes is None:
             runner, row = update(runner, tc, params)
             return runner, dict(row, active=jnp.bool_(True))
@@ -137,8 +143,30 @@ def train_loop(
     tc: TrainConfig,
     params: EnvParams,
     curriculum: Curriculum | None = None,
+    hyperparams: TracedHyperparams | None = None,
 ) -> tuple[Any, dict]:
     """The whole run as one pure function: ``init`` then ``tc.num_updates`` updates (under
-    ``curriculum``'s schedules when given; ``init`` sees the params of step 0)."""
-    runner = init(key, tc, apply_curriculum(curriculum, params, jnp.int32(0))[0])
-    return run_updates(update, runner, tc, params, tc.num_updates, curriculum)
+    ``curriculum``'s schedules when given; ``init`` sees the params and hyperparameters of
+    step 0), with the traced ``hyperparams`` in place of ``tc.hp``'s values they name."""
+    now, hyper, _ = apply_schedules(curriculum, params, hyperparams, jnp.int32(0))
+    runner = init(key, bind(tc, hyper), now)
+    return run_updates(update, runner, tc, params, tc.num_updates, curriculum, hyperparams)
+
+
+def trainer(init: InitFn, update: UpdateFn, what: str) -> Callable[..., tuple[Any, dict]]:
+    """An algorithm module's ``train(key, config, params, hyperparams=None)``: its ``init``
+    and ``update`` through :func:`train_loop` (``what`` names it in the docstring)."""
+
+    def train(
+        key: jax.Array,
+        config: TrainConfig,
+        params: EnvParams,
+        hyperparams: TracedHyperparams | None = None,
+    ) -> tuple[Any, dict]:
+        return train_loop(init, update, key, config, params, hyperparams=hyperparams)
+
+    train.__doc__ = (
+        f"Train {what}: pure, jittable, vmappable over ``key``, ``params`` and the traced "
+        f"``hyperparams`` (``{{name: float32}}``, :mod:`ppage_jax.train.traced`)."
+    )
+    return train

@@ -32,7 +32,11 @@ class Algorithm(Protocol):
         """One update: the new runner state and a metrics row."""
 
     def train(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
-        """``init`` then ``tc.num_updates`` updates: (runner state, stacked metrics)."""
+        """``init`` then ``tc.num_updates`` updates: (runner state, stacked metrics). The
+        built-in algorithms also take traced ``hyperparams`` (:mod:`.traced`); every one may
+        run through :func:`ppage_jax.train.progress.train_loop`, which binds them into
+        ``tc.hp``, so ``init``/``update`` must read traced floats from ``tc.hp`` with array
+        operations (and optimiser settings through :mod:`ppage_jax.train.optim`)."""
 
     def policy_state(self, runner: Any) -> Any:
         """What the greedy policy needs (and what checkpoints hold)."""

@@ -7,6 +7,10 @@ Between chunks (never inside compiled code) the driver checks for divergence
 (Ctrl-C). Given checkpoints, it first restores the newest one and continues from there with
 the same compiled chunk, so a resumed run ends with the same metrics and parameters as an
 uninterrupted one (bit for bit on the same device and software).
+
+With several processes (:mod:`ppage_jax.distributed`) each process trains its own share of
+the seeds on its own devices (:func:`~ppage_jax.sharding.process_rows`); every chunk's
+metrics, the checkpoints and the final state are gathered so every process holds all seeds.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppage_jax import distributed
 from ppage_jax.artifacts import fault, fault_soon
+from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.checkpoint import TrainingCheckpoints
 from ppage_jax.train.config import TrainConfig
@@ -65,6 +71,25 @@ def _concat(rows: list[dict]) -> dict:
     return jax.tree.map(lambda *a: np.concatenate(a, axis=1), *rows)
 
 
+def _check_everywhere(
+    check: DivergenceCheck, metrics: dict, done: int, runner: Any, mine: slice, name: str
+) -> None:
+    """``check`` on every process at once: the metrics hold every seed, the runner only this
+    process's share, so a parameter that is not finite on one process stops them all."""
+    try:
+        check(metrics, done, runner)
+    except DivergenceError as err:
+        if jax.process_count() > 1:
+            distributed.any_process(True)
+            if err.quantity.startswith("parameter"):  # a seed of this process's share
+                seed = err.seed + mine.start
+                err = DivergenceError(err.update, name, err.quantity, err.value, seed)
+        raise err from None
+    if distributed.any_process(False):
+        size = np.asarray(metrics["active"]).shape[1]
+        raise DivergenceError(done + size, name, "a parameter on another process", "not finite", -1)
+
+
 def run_training(
     tc: TrainConfig,
     params: EnvParams,
@@ -92,12 +117,20 @@ def run_training(
     """
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
+    multi = jax.process_count() > 1  # this process trains seeds[mine]
+    if multi:
+        check_divisible(num_seeds, make_mesh(), "experiment.num_seeds")
+    mine = process_rows(num_seeds, make_mesh()) if multi else slice(0, num_seeds)
     runner = jax.jit(jax.vmap(module.init, in_axes=(0, None, None)))(
-        seed_keys(seed, num_seeds), tc, apply_curriculum(curriculum, params, jnp.int32(0))[0]
+        seed_keys(seed, num_seeds)[mine], tc, apply_curriculum(curriculum, params, jnp.int32(0))[0]
     )
     size = chunk_size(tc.num_updates, target_chunks)
     done, finished, rows = 0, False, []
-    restored = checkpoints.restore(runner) if checkpoints is not None else None
+    restored = None
+    if checkpoints is not None:
+        restored = checkpoints.restore(gather_rows(runner) if multi else runner)
+    if restored is not None and multi:
+        restored.runner = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)[mine]), restored.runner)
     if restored is not None:
         runner, done, finished, size = (
             restored.runner,
@@ -110,7 +143,8 @@ def run_training(
     check = DivergenceCheck(tc, module.policy_state) if check_divergence else None
     if check is not None and rows:
         check.prime(rows[0])
-    stop = (lambda: False) if should_stop is None else should_stop
+    asked = (lambda: False) if should_stop is None else should_stop
+    stop = (lambda: distributed.any_process(asked())) if multi else asked  # all or none
 
     compile_seconds = 0.0
     stopped = False
@@ -133,10 +167,10 @@ def run_training(
         following, metrics = compiled(runner, params, curriculum)
         chunks += 1
         fault(f"chunk:{chunks}")  # testing hook: killed while a chunk runs
-        metrics = jax.device_get(metrics)
+        metrics = gather_rows(metrics) if multi else jax.device_get(metrics)
         if check is not None:
             try:
-                check(metrics, done, following)
+                _check_everywhere(check, metrics, done, following, mine, tc.algorithm)
             except DivergenceError as err:
                 err.metrics = _concat(rows + [metrics])
                 err.checkpoint = checkpoints.last_update if checkpoints is not None else None
@@ -150,9 +184,12 @@ def run_training(
             tc.episodes is not None and not np.asarray(metrics["active"]).any()
         )
         if checkpoints is not None and (finished or stop() or checkpoints.due(done - size, done)):
-            checkpoints.save(done, runner, _concat(rows), finished, size)
+            whole = gather_rows(runner) if multi else runner
+            checkpoints.save(done, whole, _concat(rows), finished, size)
             fault(f"between:{checkpoints.saved}")  # testing hook: killed between chunks
     jax.block_until_ready(runner)
+    if multi:
+        runner = gather_rows(runner)
     seconds = time.perf_counter() - start
     metrics = _concat(rows) if rows else {}
     steps = int(np.asarray(jax.device_get(runner.progress.env_steps)).max())

@@ -27,6 +27,10 @@ members captured, for a ``cql`` team) are masked out. Epsilon decays per finishe
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -117,6 +121,26 @@ def _averaged_add(
     return flat.at[index].add(share)
 
 
+def q_step(
+    table: jax.Array,
+    flat_index: jax.Array,
+    q_taken: jax.Array,
+    reward: jax.Array,
+    terminal: jax.Array,
+    next_value: jax.Array,
+    valid: jax.Array,
+    hp: TabularHyperparams,
+) -> tuple[jax.Array, jax.Array]:
+    """One batched Q-learning step: ``td = reward + gamma * (1 - terminal) * next_value -
+    q_taken`` and ``alpha * td`` added at ``flat_index`` of the flattened ``table`` (averaged
+    over the entries of one cell; invalid ones change nothing). Returns the table and td."""
+    td = reward + hp.gamma * (1.0 - terminal) * next_value - q_taken
+    flat = _averaged_add(
+        table.reshape(-1), flat_index.reshape(-1), (hp.alpha * td).reshape(-1), valid.reshape(-1)
+    )
+    return flat.reshape(table.shape), td
+
+
 def td_update(
     kind: str, table: jax.Array, batch: dict, hp: TabularHyperparams, num_actions: int
 ) -> tuple[jax.Array, jax.Array]:
@@ -131,9 +155,7 @@ def td_update(
         agent = jnp.broadcast_to(jnp.arange(n)[None, :], batch["action"].shape)
         q_taken = table[agent, batch["keys"], batch["action"]]
         next_max = table[agent, batch["next_keys"]].max(-1)
-        target = batch["reward"] + hp.gamma * (1.0 - batch["terminal"]) * next_max
-        td = target - q_taken
-        valid = batch["valid"]
+        reward, terminal, valid = batch["reward"], batch["terminal"], batch["valid"]
         flat_index = (agent * table.shape[1] + batch["keys"]) * num_actions + batch["action"]
     else:
         joint_actions = table.shape[-1]
@@ -143,12 +165,9 @@ def td_update(
         terminal = batch["terminal"].min(-1)  # every member finished
         q_taken = table[batch["keys"], a]
         next_max = table[batch["next_keys"]].max(-1)
-        td = reward + hp.gamma * (1.0 - terminal) * next_max - q_taken
         flat_index = batch["keys"] * joint_actions + a
-    flat = _averaged_add(
-        table.reshape(-1), flat_index.reshape(-1), (hp.alpha * td).reshape(-1), valid.reshape(-1)
-    )
-    return flat.reshape(table.shape), rollout.masked_mean(jnp.abs(td), valid)
+    table, td = q_step(table, flat_index, q_taken, reward, terminal, next_max, valid, hp)
+    return table, rollout.masked_mean(jnp.abs(td), valid)
 
 
 # --------------------------------------------------------------------------- runner
@@ -195,17 +214,49 @@ def act(
     return actions, keys
 
 
-def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """``num_steps`` turns, each followed by one batched table update per learning role."""
+def epsilon_greedy_update(
+    tc: TrainConfig,
+    runner: Any,
+    params: EnvParams,
+    act: Callable[[Any, jax.Array, jax.Array, jax.Array], tuple[jax.Array, Any]],
+    learn: Callable[[Any, Any, jax.Array, Any], tuple[Any, dict]],
+) -> tuple[Any, dict]:
+    """``num_steps`` turns of every grid with PPAGE's epsilon schedule, each followed by one
+    batched table update: ``act(tables, key, obs, epsilon) -> (actions int32[E, A], what
+    learn needs)``, ``learn(tables, step, actions, acted) -> (tables, losses)``. ``runner``
+    holds ``tables``, ``env``, ``key`` and ``progress``; returns it updated and the metrics
+    row (mean losses, the last ``epsilon`` as an extra)."""
     hp = tc.hp
 
     def one_step(carry, _):
         tables, env, key, episodes = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
         epsilon = exploration.ppage_epsilon(hp, episodes)
-        actions, keys = act(tc, tables, k_act, env.obs, epsilon)
+        actions, acted = act(tables, k_act, env.obs, epsilon)
         actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = rollout.env_step(tc, k_env, env, actions, params, hp.gamma)
+        tables, losses = learn(tables, step, actions, acted)
+        episodes = episodes + step.finished["done"].sum()
+        return (tables, env, key, episodes), (step.finished, losses, epsilon)
+
+    (tables, env, key, _), (finished, losses, epsilon) = jax.lax.scan(
+        one_step,
+        (runner.tables, runner.env, runner.key, runner.progress.episodes),
+        None,
+        length=hp.num_steps,
+    )
+    row = progress.episode_metrics(tc, finished)
+    row["losses"] = jax.tree.map(jnp.mean, losses)
+    row["extras"] = {"epsilon": epsilon[-1]}
+    new_progress = progress.advance(runner.progress, tc, row)
+    return runner.replace(tables=tables, env=env, key=key, progress=new_progress), row
+
+
+def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
+    """``num_steps`` turns, each followed by one batched table update per learning role."""
+    hp = tc.hp
+
+    def learn(tables, step, actions, keys):
         new, errors = {}, {}
         for role in tc.learning_roles:
             kind, rows = hp.kinds[role], tc.agents_of(role)
@@ -220,24 +271,12 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
             new[role], errors[f"td_error/{role}"] = td_update(
                 kind, tables[role], batch, hp, tc.env.num_actions
             )
-        episodes = episodes + step.finished["done"].sum()
-        return (new, env, key, episodes), (step.finished, errors, epsilon)
+        return new, errors
 
-    (tables, env, key, _), (finished, errors, epsilon) = jax.lax.scan(
-        one_step,
-        (runner.tables, runner.env, runner.key, runner.progress.episodes),
-        None,
-        length=hp.num_steps,
-    )
-    row = progress.episode_metrics(tc, finished)
-    row["losses"] = jax.tree.map(jnp.mean, errors)
-    row["extras"] = {"epsilon": epsilon[-1]}
-    return RunnerState(tables, env, key, progress.advance(runner.progress, tc, row)), row
+    return epsilon_greedy_update(tc, runner, params, functools.partial(act, tc), learn)
 
 
-def train(key: jax.Array, config: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
-    """Train the tabular learners: pure, jittable, vmappable over ``key`` and ``params``."""
-    return progress.train_loop(init, update, key, config, params)
+train = progress.trainer(init, update, "the tabular learners")
 
 
 def policy_state(runner: RunnerState) -> dict:

@@ -298,3 +298,117 @@ def test_learning_sweep_matches_separately_run_arms(tmp_path):
             np.testing.assert_allclose(
                 a["both", seed][metric], value, rtol=1e-4, atol=1e-4, err_msg=metric
             )
+
+
+# --------------------------------------------------------------------------- hyperparameters
+PPO = {"num_steps": 4, "num_minibatches": 1, "update_epochs": 1, "hidden_layers": [16]}
+IQL = {"num_steps": 4, "table_size": 1024}
+
+
+def learner_set(name: str = "ippo", **params) -> dict:
+    base = PPO if name == "ippo" else IQL
+    return dict(
+        TINY,
+        **{
+            "experiment.algorithm": {"name": name, "params": dict(base, **params)},
+            "experiment.total_timesteps": 48,
+        },
+    )
+
+
+def curve_values(rows) -> dict:
+    return {(u, m): v for u, _, m, v in rows}
+
+
+@pytest.mark.parametrize(
+    "name, fast, slow, changed",
+    [
+        # alpha: the tabular learners' step size (cheap to compile: the default suite)
+        ("iql", {"alpha": 0.9, "gamma": 0.5}, {"alpha": 0.01}, "losses/td_error"),
+        pytest.param(
+            "ippo",
+            {"learning_rate": 0.05, "ent_coef": 0.0},
+            {"learning_rate": 1e-4},
+            "losses/entropy",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def test_a_step_size_sweep_is_one_program_matching_separate_runs(
+    tmp_path, name, fast, slow, changed
+):
+    spec = load_sweep(
+        write_sweep(
+            tmp_path / "s.yaml",
+            set=learner_set(name),
+            arms={"slow": {"hyperparams": slow}, "fast": {"hyperparams": fast}},
+            seeds=1,
+            eval={"episodes": 4},
+            output_dir=str(tmp_path / "together"),
+        )
+    )
+    # every arm carries every name some arm sets (the config's value where it sets none)
+    assert set(spec.describe()["arms"]["slow"]["hyperparams"]) == set(fast) | set(slow)
+    train_fn, eval_fn, steps = trainer_functions(spec, spec.make_env())
+    traces = []
+
+    def counted_train(key, params, hyperparams=None):
+        traces.append(hyperparams)
+        return train_fn(key, params, hyperparams)
+
+    together = run_sweep(spec, counted_train, eval_fn, steps, progress=False)
+    assert len(traces) == 1 and sorted(traces[0]) == sorted(set(fast) | set(slow))
+    alone = load_sweep(
+        write_sweep(
+            tmp_path / "t.yaml",
+            set=learner_set(name, **fast),  # the same values, configured statically
+            arms={"fast": {}},
+            seeds=1,
+            eval={"episodes": 4},
+            output_dir=str(tmp_path / "alone"),
+        )
+    )
+    separate = run_sweep(alone, progress=False, report=False)
+    got, other = (curve_values(together["curves"][arm, 0]) for arm in ("fast", "slow"))
+    reference = curve_values(separate["curves"]["fast", 0])
+    assert set(got) == set(reference)
+    for key, value in reference.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-4, atol=1e-5, err_msg=str(key))
+    for metric, value in separate["results"]["fast", 0].items():
+        np.testing.assert_allclose(
+            together["results"]["fast", 0][metric], value, rtol=1e-4, atol=1e-4, err_msg=metric
+        )
+    later = [k for k in reference if k[1].startswith(changed) and k[0] > 0]
+    assert later and any(got[k] != other[k] for k in later)  # the values took effect
+    report = (tmp_path / "together" / "report.md").read_text()
+    assert "| hyperparams |" in report
+    fast_row = next(line for line in report.splitlines() if line.startswith("| fast |"))
+    assert all(f"{k}={v:g}" in fast_row for k, v in fast.items())
+
+
+@pytest.mark.parametrize(
+    "hyperparams, key, words",
+    [
+        ({"hidden_layers": [8]}, "hidden_layers", "is not a traced hyperparameter of 'ippo'"),
+        ({"learning_rate": -1}, "learning_rate", "must be a number > 0"),
+        ({"gae_lambda": "high"}, "gae_lambda", "must be a number in [0, 1]"),
+    ],
+)
+def test_bad_arm_hyperparameters_name_the_key(tmp_path, hyperparams, key, words):
+    path = write_sweep(
+        tmp_path / "bad.yaml", set=learner_set(), arms={"a": {"hyperparams": hyperparams}}
+    )
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path)
+    assert err.value.key == f"sweep.arms.a.hyperparams.{key}"
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_arm_hyperparameters_read_yaml_exponents(tmp_path):
+    path = tmp_path / "s.yaml"
+    body = {"config": str(REPO / "configs/ablation/both"), "set": learner_set()}
+    text = yaml.safe_dump({"sweep": body})  # YAML 1.1 reads an unquoted 3e-4 as a string
+    arms = "  arms: {a: {hyperparams: {learning_rate: 3e-4}}}\n"
+    path.write_text(text.replace("sweep:\n", "sweep:\n" + arms, 1))
+    (arm,) = load_sweep(path).arms
+    assert arm.hyperparams == {"learning_rate": pytest.approx(3e-4)}

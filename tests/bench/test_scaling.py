@@ -55,10 +55,10 @@ def test_scaling_command_prints_writes_and_plots(tmp_path, capsys):
     ] == [
         ("grid size", "grid", 5, 6, 4, "no reset"),
         ("grid size", "grid", 12, 6, 4, "no reset"),
+        ("grid size", "grid", 5, 6, 4, "auto-reset"),  # timed in turns with the no-reset line
+        ("grid size", "grid", 12, 6, 4, "auto-reset"),
         ("agents", "grid", 50, 4, 4, "no reset"),
         ("batch", "grid", 10, 6, 1, "no reset"),
-        ("grid size", "grid", 5, 6, 4, "auto-reset"),
-        ("grid size", "grid", 12, 6, 4, "auto-reset"),
     ]
     for r in rows:
         assert r["env_steps_per_s"] > 0 and r["steps"] >= 4 and r["compile_s"] > 0
@@ -69,6 +69,7 @@ def test_scaling_command_prints_writes_and_plots(tmp_path, capsys):
     assert out_png.read_bytes()[:8] == PNG
     text = capsys.readouterr().out
     assert "env-steps/s against grid size (no reset" in text and "| grid | " in text
+    assert "| grid, auto-reset / no reset | " in text
     assert "| state only |" in out_md.read_text()
 
 
@@ -88,6 +89,27 @@ def test_state_bytes_grow_with_the_grid_and_fit_batch_cuts_to_a_power_of_two():
     assert scaling.fit_batch(256, 1000, budget=1 << 20) == 256
     assert scaling.fit_batch(256, 10_000, budget=1 << 20) == 64
     assert scaling.fit_batch(256, 10 << 20, budget=1 << 20) == 1
+
+
+def test_format_scaling_gives_the_auto_reset_over_no_reset_ratio():
+    def row(mode, size, rate):
+        return {
+            "axis": "grid size",
+            "builder": "grid",
+            "mode": mode,
+            "size": size,
+            "batch": 256,
+            "batch_requested": 256,
+            "env_steps_per_s": rate,
+            "state_bytes": 1,
+            "bytes_per_env": 2,
+        }
+
+    rows = [row("no reset", 10, 400.0), row("no reset", 100, 300.0)]
+    rows += [row("auto-reset", 10, 200.0), row("auto-reset", 100, 240.0)]
+    text = scaling.format_scaling(rows)
+    assert "| grid | 200 | 240 |\n| grid, auto-reset / no reset | 0.50 | 0.80 |" in text
+    assert text.count("auto-reset / no reset") == 1
 
 
 def test_sweep_points_cover_every_builder_and_the_showcases():

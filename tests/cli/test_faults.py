@@ -2,9 +2,11 @@
 or interrupted (SIGINT), then resumed, end with exactly the files of an uninterrupted run.
 
 Each scenario is a subprocess started with ``PPAGE_JAX_FAULT=<point>`` (the process signals
-itself there), then ``--resume`` in a second subprocess. The scenarios run a few at a time
-and share one compilation cache; the compile-time kills run without it (so the kill lands in
-XLA) and the resume with it.
+itself there), then ``--resume`` in a second subprocess. The scenarios the selected tests need
+run a few at a time and share one compilation cache; the compile-time kills run without it
+(so the kill lands in XLA) and the resume with it. The default run keeps one kill during a
+chunk, one during a checkpoint write and one during a sweep commit, and one Ctrl-C; the
+other points are marked slow (``pytest -m slow tests/cli/test_faults.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ KILLED = -signal.SIGKILL
 INTERRUPTED = 130
 RUN_POINTS = ("compile", "chunk:3", "checkpoint:2", "eval", "write:summary.json")
 SWEEP_POINTS = ("compile", "chunk:2", "commit:2", "write:results.csv", "write:report.md")
+# The points of the default run; the others are slow.
+DEFAULT_POINTS = {("run", "chunk:3"), ("run", "checkpoint:2"), ("sweep", "commit:2")}
+CTRL_C = {"run": "chunk:3@INT", "sweep": "chunk:2@INT"}
 # Killed right after a checkpoint or chunk commit; Ctrl-C (chunk:N@INT) stops there too.
 BETWEEN = "between:1"
 
@@ -105,12 +110,35 @@ def faults(tmp_path_factory):
     return references, scenario, cache
 
 
+def _points(kind: str, points: tuple[str, ...]) -> list:
+    """``points`` of ``kind`` as test parameters, those outside the default run marked slow."""
+    return [
+        p if (kind, p) in DEFAULT_POINTS else pytest.param(p, marks=pytest.mark.slow)
+        for p in points
+    ]
+
+
+def _job(item: pytest.Item) -> tuple[str, str] | None:
+    """The (kind, point) scenario a selected test of this module reads, if any."""
+    params = getattr(item, "callspec", None)
+    params = params.params if params else {}
+    if "point" in params:
+        return ("sweep" if "_sweep_" in item.originalname else "run", params["point"])
+    if "kind" in params:
+        return params["kind"], CTRL_C[params["kind"]]
+    return None
+
+
 @pytest.fixture(scope="module")
-def matrix(faults):
-    """Every default scenario, run three at a time: ``(references, outcomes, cache)``."""
+def matrix(faults, request):
+    """The scenarios the selected tests of this module need, run three at a time:
+    ``(references, outcomes, cache)``."""
     references, scenario, cache = faults
-    jobs = [("run", p) for p in (*RUN_POINTS, "chunk:3@INT")] + [
-        ("sweep", p) for p in (*SWEEP_POINTS, "chunk:2@INT")
+    module = request.node.module
+    jobs = [
+        job
+        for item in request.session.items
+        if getattr(item, "module", None) is module and (job := _job(item))
     ]
     with ThreadPoolExecutor(max_workers=3) as pool:
         outcomes = dict(zip(jobs, pool.map(lambda job: scenario(*job), jobs), strict=True))
@@ -125,7 +153,7 @@ def _assert_resumed_like(reference: Path, outcome: Outcome, names: tuple[str, ..
     assert not list(outcome.out.rglob("*.partial-*"))  # no temporary file left
 
 
-@pytest.mark.parametrize("point", RUN_POINTS)
+@pytest.mark.parametrize("point", _points("run", RUN_POINTS))
 def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
     references, outcomes, _ = matrix
     outcome = outcomes["run", point]
@@ -160,7 +188,7 @@ def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
     assert summary["resumed_from_update"] == restored
 
 
-@pytest.mark.parametrize("point", SWEEP_POINTS)
+@pytest.mark.parametrize("point", _points("sweep", SWEEP_POINTS))
 def test_killed_sweep_resumes_to_the_same_results(matrix, point):
     references, outcomes, _ = matrix
     outcome = outcomes["sweep", point]
@@ -188,10 +216,10 @@ def test_killed_sweep_resumes_to_the_same_results(matrix, point):
     assert (outcome.out / "report.md").is_file()
 
 
-@pytest.mark.parametrize("kind", ["run", "sweep"])
+@pytest.mark.parametrize("kind", ["run", pytest.param("sweep", marks=pytest.mark.slow)])
 def test_ctrl_c_stops_between_chunks_and_prints_the_resume_command(matrix, kind):
     references, outcomes, _ = matrix
-    outcome = outcomes[kind, "chunk:3@INT" if kind == "run" else "chunk:2@INT"]
+    outcome = outcomes[kind, CTRL_C[kind]]
     first = outcome.first
     assert first.returncode == INTERRUPTED, first.stderr
     assert "Traceback" not in first.stderr
@@ -206,6 +234,7 @@ def test_ctrl_c_stops_between_chunks_and_prints_the_resume_command(matrix, kind)
         _assert_resumed_like(references["sweep"], outcome, ("results.csv", "curves.csv"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_compile_exits_130_without_a_traceback(matrix, tmp_path):
     _, _, cache = matrix
     config = write_run_config(tmp_path / "tiny")

@@ -3,16 +3,14 @@ and the offline W&B run read back, and the logger choice never changes the resul
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import os
 import struct
 from pathlib import Path
 
 import pytest
-import yaml
+from cli_testing import main_cli, write_run_config, write_sweep_file
 
 from ppage_jax.cli.main import main
 
@@ -23,39 +21,21 @@ from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E4
 )
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-# The tiny task, built to be hacked: predators paid for distance from a prey fixed between
+# The tiny run, built to be hacked: predators paid for distance from a prey fixed between
 # them (the reward-hacking monitor flags it; --strict then exits with 3).
-TINY = {
-    "env": {
-        "size": 5,
-        "obstacle_percentage": 0.0,
-        "termination": {"capture_threshold": 1, "max_steps": 20},
-        "starts": [[1, 2], [3, 2], [2, 2]],
-    },
-    "agents": {
-        "predators": {"count": 2, "speed": 1, "stamina": None},
-        "preys": {"count": 1, "speed": 1, "stamina": 0},
-    },
-    "observations": {"type": "local_only", "params": {}},
+HACKED = {
+    "env": {"starts": [[1, 2], [3, 2], [2, 2]]},
     "rewards": {"shaping": [{"name": "predator_distance", "weight": -5.0}]},
-    "experiment": {
-        "algorithm": {"name": "ippo", "params": {"learning_rate": 1e-4}},
-        "seed": 0,
-        "num_seeds": 1,
-        "num_envs": 16,
-        "total_timesteps": 40_000,
-        "roles": {"predators": "learn", "preys": "noop"},
-        "eval": {"episodes": 4, "seed": 500, "max_steps": None},
-    },
 }
-
-
-def run_cli(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(argv)
-    return code, out.getvalue()
+HACKED_EXPERIMENT = {
+    "algorithm": {"name": "ippo", "params": {"learning_rate": 1e-4}},
+    "seed": 0,
+    "num_seeds": 1,
+    "num_envs": 16,
+    "total_timesteps": 40_000,
+    "roles": {"predators": "learn", "preys": "noop"},
+    "checkpoint_every": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +53,9 @@ def offline_wandb():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, offline_wandb):
     """The same run twice: every logger on with --strict, then csv only."""
-    config_dir = tmp_path_factory.mktemp("tiny")
-    for section, body in TINY.items():
-        (config_dir / f"{section}.yaml").write_text(yaml.safe_dump({section: body}))
+    config_dir = write_run_config(tmp_path_factory.mktemp("tiny"), HACKED, **HACKED_EXPERIMENT)
     root = tmp_path_factory.mktemp("runs")
-    every = run_cli(
+    every = main_cli(
         [
             "run",
             str(config_dir),
@@ -89,7 +67,7 @@ def runs(tmp_path_factory, offline_wandb):
             "--strict",
         ]
     )
-    plain = run_cli(["run", str(config_dir), "--out", str(root / "plain"), "--no-progress"])
+    plain = main_cli(["run", str(config_dir), "--out", str(root / "plain"), "--no-progress"])
     return root / "every", root / "plain", every, plain
 
 
@@ -217,34 +195,14 @@ def test_wandb_offline_run_holds_the_run(runs):
 
 
 def test_a_sweep_logs_one_run_per_arm_and_seed(tmp_path, offline_wandb):
-    sweep = tmp_path / "s.yaml"
-    sweep.write_text(
-        yaml.safe_dump(
-            {
-                "sweep": {
-                    "config": str(REPO / "configs/ablation/both"),
-                    "set": {
-                        "env.size": 5,
-                        "env.termination.max_steps": 12,
-                        "agents.predators.count": 1,
-                        "agents.preys.count": 1,
-                        "agents.preys.speed": 1,
-                        "experiment.num_envs": 4,
-                        "experiment.total_timesteps": 64,
-                        "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
-                    },
-                    "arms": {
-                        "base_only": {"disable": ["predator_distance", "survival"]},
-                        "both": {},
-                    },
-                    "seeds": 2,
-                    "eval": {"episodes": 4},
-                    "output_dir": str(tmp_path / "abl"),
-                }
-            }
-        )
+    sweep = write_sweep_file(
+        tmp_path / "s.yaml",
+        set={"experiment.algorithm": {"name": "random", "params": {"num_steps": 8}}},
+        chunk_size=None,
+        eval={"episodes": 4},
+        output_dir=str(tmp_path / "abl"),
     )
-    code, _ = run_cli(["sweep", str(sweep), "--no-progress", "--logger", "tensorboard,wandb"])
+    code, _ = main_cli(["sweep", str(sweep), "--no-progress", "--logger", "tensorboard,wandb"])
     assert code == 0
     with open(tmp_path / "abl" / "curves.csv", newline="") as fh:
         curves = [r for r in csv.DictReader(fh) if r["metric"] == "episode_length"]

@@ -166,6 +166,51 @@ def test_batched_auto_reset_vmapped_over_arms_equals_each_arm(env):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[arm])
 
 
+def test_finished_grid_j_restarts_from_the_documented_key():
+    """All 8 grids end at turn 1; with R = 4 and one_by_one = 5, grids 0-3 reset in a round
+    of 4 and grids 4-7 one by one, each from split(fold_in(k_reset, j // R), R)[j % R]."""
+    env = pj.make("configs/default", {"env.termination.max_steps": 1})
+    auto = BatchedAutoResetEnv(env, 8, resets_per_step=4, one_by_one=5)
+    _, state = jax.jit(auto.reset)(jax.random.PRNGKey(0))
+    key = jax.random.PRNGKey(9)
+    actions = jnp.zeros((8, env.num_agents), jnp.int32)
+    obs, state, _, term, trunc, _ = jax.jit(auto.step)(key, state, actions)
+    assert np.asarray(term | trunc).all()
+    k_reset = jax.random.split(key)[1]
+    reset = jax.jit(env.reset)
+    for j in range(8):
+        fresh_obs, fresh = reset(jax.random.split(jax.random.fold_in(k_reset, j // 4), 4)[j % 4])
+        np.testing.assert_array_equal(state.positions[j], fresh.positions)
+        np.testing.assert_array_equal(state.obstacle_map[j], fresh.obstacle_map)
+        np.testing.assert_array_equal(obs[j], fresh_obs)
+
+
+def test_one_by_one_resets_change_no_layout(env):
+    """Rounds of R only, the default (R // 4 = 1: a lone finished grid is reset alone) and
+    one by one throughout give the same trajectories."""
+    runs = []
+    for one_by_one in (0, None, B):
+        auto = BatchedAutoResetEnv(env, B, resets_per_step=4, one_by_one=one_by_one)
+
+        @jax.jit
+        def run(key, auto=auto):
+            _, state = auto.reset(jax.random.PRNGKey(0))
+
+            def one(state, k):
+                actions = jax.random.randint(k, (B, env.num_agents), 0, env.num_actions)
+                obs, state, reward, term, trunc, _ = auto.step(k, state, actions)
+                return state, (obs, state.positions, state.obstacles, reward, term | trunc)
+
+            return jax.lax.scan(one, state, jax.random.split(key, 8))[1]
+
+        runs.append(jax.tree.map(np.asarray, run(jax.random.PRNGKey(4))))
+    counts = runs[0][-1].sum(axis=1)
+    assert counts.max() > 4 and ((counts > 0) & (counts <= 1)).any()  # both kinds of round
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_single_grid_auto_reset_keeps_final_obs_and_flags():
     env = pj.make("configs/1v1", {"env.termination.max_steps": 2})
     auto = AutoResetEnv(env)
@@ -194,6 +239,9 @@ def test_resets_per_step_validation_and_default():
         BatchedAutoResetEnv(env, 4, resets_per_step=5)
     with pytest.raises(ValueError, match="num_envs must be >= 1"):
         BatchedAutoResetEnv(env, 0)
+    with pytest.raises(ValueError, match=r"one_by_one must be in \[0, num_envs=4\], got 5"):
+        BatchedAutoResetEnv(env, 4, one_by_one=5)
+    assert BatchedAutoResetEnv(env, 4096).one_by_one == 145  # resets_per_step // 4
     auto = BatchedAutoResetEnv(env, 4)
     _, state = jax.eval_shape(auto.reset, jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match=r"actions of shape \(3, 2\)"):

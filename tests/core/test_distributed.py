@@ -34,7 +34,7 @@ TWO_PROCESS_JOB = (
     import ppage_jax as pj
     from ppage_jax.episodes.summary import rollout_summary
     from ppage_jax.policies import random_policy
-    from ppage_jax.sharding import make_mesh, process_rows, shard_global, to_host
+    from ppage_jax.sharding import gather_rows, make_mesh, process_rows, shard_global, to_host
 
     assert config.multi_process and jax.process_count() == 2, config
     assert jax.device_count() == 4 and jax.local_device_count() == 2
@@ -45,6 +45,9 @@ TWO_PROCESS_JOB = (
     placed = shard_global(whole, mesh)
     assert placed.shape == (8, 3) and not placed.is_fully_addressable
     np.testing.assert_array_equal(to_host(placed), whole)
+    np.testing.assert_array_equal(gather_rows(np.full((2, 3), me)), [[0] * 3] * 2 + [[1] * 3] * 2)
+    assert distributed.share({"mine": me}) == {"mine": 0}
+    assert distributed.any_process(me == 1) and not distributed.any_process(False)
 
     env = pj.make("configs/1v1", OVERRIDES)
     r = rollout_summary(env, random_policy(env), jax.random.PRNGKey(3), **ROLLOUT)
@@ -116,6 +119,8 @@ def test_bad_flags_end_the_command_with_one_line(capsys):
 def test_initialize_is_a_no_op_for_one_process():
     assert distributed.initialize(Settings()) == Settings()
     assert not distributed.is_initialized() and distributed.is_writer()
+    assert distributed.share({"chunks": [1, 2]}) == {"chunks": [1, 2]}
+    assert distributed.any_process(True) and not distributed.any_process(False)
 
 
 # ----------------------------------------------------------------------------- launcher
@@ -134,7 +139,7 @@ def test_process_environments_carry_the_coordinator_settings():
 def test_launch_rejects_a_subcommand_that_runs_on_one_process_only():
     with pytest.raises(
         SystemExit,
-        match=r"expected a subcommand after --, one of \['bench'\]; "
+        match=r"expected a subcommand after --, one of \['run', 'sweep', 'bench'\]; "
         r"got 'render'",
     ):
         main(["launch", "-n", "2", "--", "render", "configs/1v1"])
@@ -183,3 +188,39 @@ def test_two_process_rollout_equals_the_single_process_rollout(tmp_path):
     for name in ("episodes", "terminated", "truncated", "captures", "length_sum"):
         assert two[name] == int(one[name]), name
     np.testing.assert_allclose(two["term_returns"], one["term_returns"], rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_two_process_run_equals_the_single_process_run(tmp_path):
+    # Each process trains one of the 2 seeds; process 0 alone writes the run directory.
+    sets = [
+        "--set",
+        "env.size=5",
+        "--set",
+        "experiment.num_seeds=2",
+        "--set",
+        "experiment.num_envs=4",
+        "--set",
+        "experiment.total_timesteps=64",
+        "--set",
+        "experiment.algorithm={name: random, params: {num_steps: 8}}",
+        "--set",
+        "experiment.eval.episodes=4",
+        "--no-progress",
+    ]
+    program = [sys.executable, "-c", "import sys; from ppage_jax.cli import main; sys.exit(main())"]
+    two = subprocess.run(
+        [*program, "launch", "-n", "2", "--", "run", "configs/1v1", "--out", str(tmp_path / "b")]
+        + sets,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    assert two.stdout.count("run directory:") == 1  # only process 0 reports
+    assert main(["run", "configs/1v1", "--out", str(tmp_path / "a"), *sets]) == 0
+    one_rows = (tmp_path / "a" / "metrics.csv").read_text().splitlines()
+    two_rows = (tmp_path / "b" / "metrics.csv").read_text().splitlines()
+    assert len(one_rows) == len(two_rows) > 2 and one_rows == two_rows
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in "ab"]
+    assert summaries[0]["evaluation"] == summaries[1]["evaluation"]

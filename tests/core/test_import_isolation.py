@@ -21,6 +21,7 @@ LIGHT_TRAIN = {
     "ppage_jax.train.schema",
     "ppage_jax.train.registry",
     "ppage_jax.train.curriculum",  # schedules: validated when a config loads (jax/numpy only)
+    "ppage_jax.train.traced",  # the traced hyperparameter names schedules may target
     "ppage_jax.train.protocol",
     "ppage_jax.train.roles",
 }

@@ -2,7 +2,7 @@
 
 The new virtual environment borrows the test environment's third-party packages through a
 ``.pth`` path entry (so nothing is downloaded) and gets ``ppage_jax`` itself as a wheel
-built from the repository.
+built from the repository. Training through the installed command line is marked slow.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _clean_environ() -> dict[str, str]:
 def installed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fresh")
     env_dir = root / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)  # this pip installs into it (--python)
     python = env_dir / "bin" / "python"
     new_site = Path(
         subprocess.check_output(
@@ -58,7 +58,17 @@ def installed(tmp_path_factory) -> Path:
     )
     (wheel,) = wheels.glob("ppage_jax-*.whl")
     subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            str(wheel),
+        ],
         check=True,
         cwd=root,
         env=quiet,
@@ -84,6 +94,13 @@ def test_installed_package_makes_shipped_configs_by_name(installed, tmp_path):
     assert out.stdout.split() == ["96", "120", "predator_distance"]
 
 
+def test_installed_cli_is_the_entry_point(installed, tmp_path):
+    out = _run([installed / "bin" / "ppage-jax", "run", "--help"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: ppage-jax run ")
+
+
+@pytest.mark.slow
 def test_installed_cli_runs_the_default_config_on_a_tiny_budget(installed, tmp_path):
     cli = installed / "bin" / "ppage-jax"
     out = _run(

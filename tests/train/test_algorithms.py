@@ -127,13 +127,13 @@ def test_markdown_table_renders_a_declaration():
 
         Not in the table."""
 
-        rate: float = hp.param(0.5, Field(float), "how fast")
+        rate: float = hp.param(0.5, Field(float), "how fast", traced=True)
 
     assert hp.markdown_table({"tiny": Tiny}) == (
-        "#### `tiny`\n\nA tiny `learner`.\n\n| key | default | allowed | meaning |\n"
-        "|---|---|---|---|\n"
-        "| `num_steps` | `32` | an integer > 0 | turns per grid per update (one metrics row) |\n"
-        "| `rate` | `0.5` | a number | how fast |\n"
+        "#### `tiny`\n\nA tiny `learner`.\n\n| key | default | allowed | traced | meaning |\n"
+        "|---|---|---|---|---|\n"
+        "| `num_steps` | `32` | an integer > 0 |  | turns per grid per update (one metrics row) |\n"
+        "| `rate` | `0.5` | a number | yes | how fast |\n"
     )
 
 

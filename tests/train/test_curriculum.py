@@ -248,3 +248,72 @@ def test_pj_train_applies_a_configs_curriculum(traced_training):
     assert sorted(direct["extras"]) == [f"curriculum/{k}" for k in sorted(SCHEDULES)]
     for key in ("episode_length", "capture_rate"):
         np.testing.assert_array_equal(direct[key], traced[key])
+
+
+# --------------------------------------------------------------------------- hyperparameters
+HYPER_SCHEDULES = {
+    "epsilon": {"schedule": "linear", "from": 1.0, "to": 0.0, "end": 640},
+    "alpha": {"schedule": "step", "values": [0.5, 0.1], "boundaries": [256]},
+}
+
+
+@pytest.fixture(scope="module")
+def traced_iql():
+    """Tabular Q-learning with epsilon held where it is put (no decay, no floor), its
+    training loop compiled once for any schedules of epsilon and alpha."""
+    config = tiny_config(
+        "iql",
+        {"num_steps": 8, "epsilon_decay": 1.0, "min_epsilon": 0.0, "table_size": 1024},
+        total_timesteps=8 * 16 * 6,
+        **{"experiment.curriculum": HYPER_SCHEDULES},
+    )
+    tc = make_train_config(config)
+    module = algorithm("iql")
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def train(key, curriculum):
+        return train_loop(module.init, module.update, key, tc, tc.env.default_params, curriculum)
+
+    return config, train
+
+
+def test_a_hyperparameter_schedule_reaches_the_learner_without_recompiling(traced_iql):
+    config, train = traced_iql
+    _, m1 = train(jax.random.PRNGKey(0), config_curriculum(config))
+    other = {
+        "epsilon": {"schedule": "constant", "value": 0.25},
+        "alpha": {"schedule": "constant", "value": 1.0},
+    }
+    second = make_curriculum(
+        config.with_overrides({"experiment.curriculum": other})["experiment"]["curriculum"],
+        config.data,
+    )
+    _, m2 = train(jax.random.PRNGKey(0), second)  # no new trace
+    np.testing.assert_allclose(m1["extras"]["curriculum/epsilon"], [1, 0.8, 0.6, 0.4, 0.2, 0])
+    np.testing.assert_allclose(m1["extras"]["curriculum/alpha"], [0.5, 0.5, 0.1, 0.1, 0.1, 0.1])
+    # the learner explores with the scheduled epsilon (its own extras column)
+    np.testing.assert_allclose(m1["extras"]["epsilon"], m1["extras"]["curriculum/epsilon"])
+    np.testing.assert_allclose(m2["extras"]["epsilon"], 0.25)
+    np.testing.assert_allclose(m2["extras"]["curriculum/alpha"], 1.0)
+
+
+@pytest.mark.parametrize(
+    "schedules, message",
+    [
+        (
+            {"learning_rate": {"schedule": "constant", "value": -1}},
+            "its values must be a number > 0 for learning_rate",
+        ),
+        (
+            {"gae_lambda": {"schedule": "linear", "from": 0.9, "to": 2, "end": 9}},
+            "its values must be a number in [0, 1] for gae_lambda",
+        ),
+        ({"hidden_layers": {"schedule": "constant", "value": 8}}, "'ent_coef', 'gae_lambda'"),
+    ],
+)
+def test_bad_hyperparameter_schedules_are_config_errors(schedules, message):
+    with pytest.raises(ConfigError) as err:
+        curriculum_config(schedules, "ippo")
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)

@@ -7,12 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from train_testing import (
-    MAX_STEPS,
-    OPTIMAL_STEPS,
-    greedy_lengths,
+    ACTOR_CRITIC_LOSSES,
+    assert_learned,
+    assert_matches_separate_run,
+    loss_names,
     tiny_config,
     train_seeds,
-    untrained_policies,
 )
 
 from ppage_jax.train import ippo, make_train_config
@@ -35,19 +35,7 @@ def test_ippo_learns_the_tiny_task_with_finite_losses(tc, trained):
     runner, metrics = trained
     assert metrics["capture_rate"].shape == (2, tc.num_updates)
     assert metrics["returns"].shape == (2, tc.num_updates, 2, len(tc.env.reward_terms))
-    assert set(metrics["losses"]) == {
-        f"{loss}/{role}"
-        for loss in ("actor_loss", "value_loss", "entropy")
-        for role in ("predator", "prey")
-    }
-    for name, values in metrics["losses"].items():
-        assert np.isfinite(np.asarray(values)).all(), name
-    before_len, before_cap = greedy_lengths(tc, untrained_policies(tc))
-    after_len, after_cap = greedy_lengths(tc, ippo.policy_state(runner))
-    np.testing.assert_array_equal(before_cap, [0.0, 0.0])  # untrained: never within 20
-    np.testing.assert_array_equal(before_len, [MAX_STEPS, MAX_STEPS])
-    np.testing.assert_array_equal(after_cap, [1.0, 1.0])  # trained: shortest path
-    np.testing.assert_array_equal(after_len, [OPTIMAL_STEPS, OPTIMAL_STEPS])
+    assert_learned(tc, ippo.policy_state(runner), metrics, loss_names(ACTOR_CRITIC_LOSSES))
     assert int(runner.progress.env_steps[0]) == tc.num_updates * tc.env_steps_per_update
 
 
@@ -56,14 +44,8 @@ def test_vmap_over_seeds_equals_separate_runs(tc, trained):
     their matrix products differently, so float rounding differs in the last bits, and once a
     sampled action flips the runs part; the first updates must agree to float tolerance."""
     _, metrics = trained
-    _, single = jax.jit(ippo.train)(jax.random.PRNGKey(1), tc, tc.env.default_params)
+    assert_matches_separate_run(tc, metrics, first=12)
     first = slice(0, 12)
-    for key in ("capture_rate", "episode_length", "episodes", "returns"):
-        np.testing.assert_allclose(single[key][first], metrics[key][1, first], rtol=1e-5)
-    for name, values in single["losses"].items():
-        np.testing.assert_allclose(
-            values[first], metrics["losses"][name][1, first], rtol=1e-3, atol=1e-6
-        )
     assert not np.allclose(
         metrics["episode_length"][0, first], metrics["episode_length"][1, first], equal_nan=True
     )

@@ -8,7 +8,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from train_testing import MAX_STEPS, greedy_lengths, tiny_config, train_seeds, untrained_policies
+from train_testing import (
+    assert_learned,
+    assert_matches_separate_run,
+    assert_seeds_kept_apart,
+    loss_names,
+    tiny_config,
+    train_seeds,
+)
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
@@ -116,25 +123,20 @@ def trained(tc):
 
 def test_jalgt_learns_the_tiny_task_with_finite_errors(tc, trained):
     runner, metrics = trained
-    assert set(metrics["losses"]) == {"td_error/predator", "td_error/prey"}
-    for name, values in metrics["losses"].items():
-        assert np.isfinite(np.asarray(values)).all(), name
     assert runner.tables.shape == (2, 2, PARAMS["table_size"], 25)  # [seeds, players, ...]
-    before_len, before_cap = greedy_lengths(tc, untrained_policies(tc))
-    after_len, after_cap = greedy_lengths(tc, jalgt.policy_state(runner))
-    np.testing.assert_array_equal(before_cap, [0.0, 0.0])  # zero tables: (right, right)
-    np.testing.assert_array_equal(before_len, [MAX_STEPS, MAX_STEPS])
-    np.testing.assert_array_equal(after_cap, [1.0, 1.0])
-    np.testing.assert_array_equal(after_len, [OPTIMAL_STEPS_ONE_PREDATOR] * 2)
+    # zero tables play (right, right): never a capture before training
+    policies = jalgt.policy_state(runner)
+    losses = loss_names(["td_error"])
+    assert_learned(tc, policies, metrics, losses, optimal=OPTIMAL_STEPS_ONE_PREDATOR)
 
 
+def test_vmap_keeps_the_seeds_apart(tc, trained):
+    assert_seeds_kept_apart(tc, trained[1])
+
+
+@pytest.mark.slow
 def test_vmap_over_seeds_equals_separate_runs(tc, trained):
-    _, metrics = trained
-    _, single = jax.jit(jalgt.train)(jax.random.PRNGKey(1), tc, tc.env.default_params)
-    for key in ("capture_rate", "episode_length", "episodes"):
-        np.testing.assert_allclose(single[key], metrics[key][1], rtol=1e-6)
-    for name, values in single["losses"].items():
-        np.testing.assert_allclose(values, metrics["losses"][name][1], rtol=1e-5, atol=1e-6)
+    assert_matches_separate_run(tc, trained[1], rtol=1e-6, loss_rtol=1e-5)
 
 
 def test_captured_prey_transitions_leave_the_tables_unchanged():

@@ -6,12 +6,13 @@ import jax
 import numpy as np
 import pytest
 from train_testing import (
-    MAX_STEPS,
-    OPTIMAL_STEPS,
-    greedy_lengths,
+    ACTOR_CRITIC_LOSSES,
+    assert_learned,
+    assert_matches_separate_run,
+    assert_seeds_kept_apart,
+    loss_names,
     tiny_config,
     train_seeds,
-    untrained_policies,
 )
 
 from ppage_jax.train import make_train_config, mappo, networks
@@ -31,19 +32,7 @@ def trained(tc):
 
 def test_mappo_learns_the_tiny_task_with_finite_losses(tc, trained):
     runner, metrics = trained
-    assert set(metrics["losses"]) == {
-        f"{loss}/{role}"
-        for loss in ("actor_loss", "value_loss", "entropy")
-        for role in ("predator", "prey")
-    }
-    for name, values in metrics["losses"].items():
-        assert np.isfinite(np.asarray(values)).all(), name
-    before_len, before_cap = greedy_lengths(tc, untrained_policies(tc))
-    after_len, after_cap = greedy_lengths(tc, mappo.policy_state(runner))
-    np.testing.assert_array_equal(before_cap, [0.0, 0.0])  # untrained: never within 20
-    np.testing.assert_array_equal(before_len, [MAX_STEPS, MAX_STEPS])
-    np.testing.assert_array_equal(after_cap, [1.0, 1.0])  # trained: shortest path
-    np.testing.assert_array_equal(after_len, [OPTIMAL_STEPS, OPTIMAL_STEPS])
+    assert_learned(tc, mappo.policy_state(runner), metrics, loss_names(ACTOR_CRITIC_LOSSES))
 
 
 def test_the_critic_reads_the_global_state_and_the_actor_its_observation(tc, trained):
@@ -69,18 +58,10 @@ def test_the_critic_reads_the_global_state_and_the_actor_its_observation(tc, tra
     assert prey.shape == (3, 1, 4 * 3 + 25 + 1)
 
 
+def test_vmap_keeps_the_seeds_apart(tc, trained):
+    assert_seeds_kept_apart(tc, trained[1])
+
+
+@pytest.mark.slow
 def test_vmap_over_seeds_equals_separate_runs(tc, trained):
-    """As for IPPO: the first updates agree to float tolerance (batched matrix products round
-    differently, and once a sampled action flips the runs part)."""
-    _, metrics = trained
-    _, single = jax.jit(mappo.train)(jax.random.PRNGKey(1), tc, tc.env.default_params)
-    first = slice(0, 12)
-    for key in ("capture_rate", "episode_length", "episodes", "returns"):
-        np.testing.assert_allclose(single[key][first], metrics[key][1, first], rtol=1e-5)
-    for name, values in single["losses"].items():
-        np.testing.assert_allclose(
-            values[first], metrics["losses"][name][1, first], rtol=1e-3, atol=1e-6
-        )
-    assert not np.allclose(
-        metrics["episode_length"][0, first], metrics["episode_length"][1, first], equal_nan=True
-    )
+    assert_matches_separate_run(tc, trained[1], first=12)

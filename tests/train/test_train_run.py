@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-import yaml
+from cli_testing import write_run_config
 
 import ppage_jax as pj
 from ppage_jax.cli.main import main
@@ -17,36 +17,20 @@ from ppage_jax.train import make_train_config
 from ppage_jax.train.checkpoint import load_checkpoint
 from ppage_jax.train.report import ARTIFACTS
 
-TINY = {
-    "env": {
-        "size": 5,
-        "obstacle_percentage": 0.0,
-        "termination": {"capture_threshold": 1, "max_steps": 20},
-        "starts": [[0, 0], [1, 0], [3, 4]],
-    },
-    "agents": {
-        "predators": {"count": 2, "speed": 1, "stamina": None},
-        "preys": {"count": 1, "speed": 1, "stamina": 0},
-    },
-    "observations": {"type": "local_only", "params": {}},
-    "experiment": {
-        "algorithm": {"name": "iql", "params": {"table_size": 4096}},
-        "seed": 3,
-        "num_seeds": 2,
-        "num_envs": 16,
-        "total_timesteps": None,
-        "episodes": 300,
-        "roles": {"predators": "learn", "preys": "learn"},
-        "eval": {"episodes": 8, "seed": 500, "max_steps": None},
-    },
+# The tiny run of the command-line tests, on an episode budget instead of a step budget.
+EPISODE_BUDGET = {
+    "algorithm": {"name": "iql", "params": {"table_size": 4096}},
+    "num_envs": 16,
+    "total_timesteps": None,
+    "episodes": 300,
+    "eval": {"episodes": 8, "seed": 500, "max_steps": None},
+    "checkpoint_every": None,
 }
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    config_dir = tmp_path_factory.mktemp("tiny")
-    for section, body in TINY.items():
-        (config_dir / f"{section}.yaml").write_text(yaml.safe_dump({section: body}))
+    config_dir = write_run_config(tmp_path_factory.mktemp("tiny"), **EPISODE_BUDGET)
     out = tmp_path_factory.mktemp("runs") / "run"
     assert main(["run", str(config_dir), "--out", str(out), "--no-progress"]) == 0
     return out

@@ -118,19 +118,25 @@ def write_report(output_dir: str | Path) -> Path:
             f"{info['seconds']:.0f} s ({info.get('compile_seconds', 0):.0f} s "
             f"compiling)."
         )
+    hyper = any("hyperparams" in info["arms"][arm] for arm in arms)  # training settings
     lines += [
         "",
         "## Arms",
         "",
-        "| arm | " + " | ".join(info["terms"]) + " | source |",
-        "|---|" + "---|" * (len(info["terms"]) + 1),
+        "| arm | "
+        + " | ".join(info["terms"])
+        + " | source |"
+        + (" hyperparams |" if hyper else ""),
+        "|---|" + "---|" * (len(info["terms"]) + 1 + hyper),
     ]
     for arm in arms:
         w = info["arms"][arm]["weights"]
+        settings = info["arms"][arm].get("hyperparams", {})
         lines.append(
             f"| {arm} | "
             + " | ".join(_fmt(w[t]) for t in info["terms"])
             + f" | {info['arms'][arm]['source']} |"
+            + (" " + ", ".join(f"{k}={v:g}" for k, v in settings.items()) + " |" if hyper else "")
         )
 
     lines += [

@@ -4,8 +4,11 @@ A sweep (``ppage_jax.analysis.sweep.spec``) lists arms (reward designs in one sh
 and a number of seeds. Each run trains with ``train(key, params)`` and then plays the
 held-out evaluation block greedily; the runs are stacked on one leading axis (arm-major,
 seed ``i`` of every arm starting from the same key, so environment seeds are paired across
-arms), split across local devices with :mod:`ppage_jax.sharding`, and executed in chunks of
-one compiled program (the last chunk padded, so every chunk reuses the same executable).
+arms), split across every process's devices with :mod:`ppage_jax.sharding`, and executed in
+chunks of one compiled program (the last chunk padded, so every chunk reuses the same
+executable; sized from the device memory when not given, :mod:`.program`). With several
+processes (:mod:`ppage_jax.distributed`) every process runs ``run_sweep`` with the same
+arguments, and only process 0 reads and writes the output directory, reports and logs.
 Results are committed after every chunk (:mod:`.writer`), so an interrupted sweep keeps what
 finished and ``run_sweep(..., resume=True)`` (``ppage-jax sweep --resume OUT_DIR``) runs only
 the rest:
@@ -25,6 +28,7 @@ chunking), ``metrics`` (per-run numbers), ``writer`` (files), ``run`` (:func:`ru
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,13 +37,22 @@ from typing import Any
 import jax
 import numpy as np
 
+from ppage_jax import distributed
 from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
-from ppage_jax.analysis.sweep.program import compile_chunk, make_program, stack_runs, take
+from ppage_jax.analysis.sweep.program import (
+    MEMORY_BUDGET_ENV,
+    compile_chunk,
+    make_program,
+    memory_budget,
+    stack_hyperparams,
+    stack_runs,
+    take,
+)
 from ppage_jax.analysis.sweep.spec import SweepSpec
 from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn, trainer_functions
-from ppage_jax.analysis.sweep.writer import SweepWriter
+from ppage_jax.analysis.sweep.writer import open_sweep_writer
 from ppage_jax.artifacts import fault
-from ppage_jax.sharding import make_mesh, shard_batch
+from ppage_jax.sharding import make_mesh, shard_global, to_host
 from ppage_jax.tracking.sweep import SweepRecorder
 
 # On CPU, without an explicit chunk_size, the runs are split into this many chunks.
@@ -74,15 +87,18 @@ def run_sweep(
     overwrite: bool = False,
     should_stop: Callable[[], bool] | None = None,
     source: dict | None = None,
+    memory_budget_bytes: int | str | None = None,
 ) -> dict[str, Any]:
     """Run every (arm, seed) of ``spec``; write results as chunks finish; return a summary.
 
     ``train_fn``/``eval_fn`` default to the config's training algorithm and greedy
     evaluation on the held-out block (:func:`trainer_functions`); pass your own to sweep
-    anything with the same contract. Chunks: ``spec.chunk_size`` runs per call; by default
-    every run at once on an accelerator (halved until the program fits in memory), and
-    ``CPU_CHUNKS`` chunks on CPU (for the progress bar and early results). ``loggers``
-    (``ppage_jax.tracking`` backends) receive every run as it finishes.
+    anything with the same contract. Chunks: ``spec.chunk_size`` runs per call, else as many
+    runs as fit the memory budget: ``memory_budget_bytes`` (bytes or ``"512M"``) or
+    ``PPAGE_JAX_MEMORY_BUDGET`` when set, else 70 % of the device's memory
+    (:func:`~ppage_jax.analysis.sweep.program.memory_budget`), starting from ``CPU_CHUNKS``
+    chunks on CPU without a set budget (for the progress bar and early results).
+    ``loggers`` (``ppage_jax.tracking`` backends) receive every run as it finishes.
 
     An output directory that already holds a sweep is refused
     (:class:`~ppage_jax.artifacts.OutputError`) unless ``resume`` (the same sweep: finished
@@ -90,6 +106,10 @@ def run_sweep(
     results.csv as an uninterrupted sweep) or ``overwrite``. ``should_stop()`` is asked
     between chunks; when true the sweep stops there (``summary["stopped"]``, no report).
     ``source`` (how to rebuild ``spec``) is recorded for ``ppage-jax sweep --resume``.
+
+    With several processes the runs are split over every process's devices (a chunk is a
+    multiple of the global device count); only process 0 writes, reports and logs, and
+    its summary alone holds the results (the others' ``results`` and ``curves`` are empty).
 
     Returns ``{"runs", "results", "curves", "chunk_size", "chunks", "chunks_run",
     "compile_seconds", "seconds", "output_dir", "stopped"}`` (results: {(arm, seed):
@@ -107,15 +127,19 @@ def run_sweep(
     out_dir = Path(output_dir or spec.output_dir)
     runs, keys, params = stack_runs(spec, env)
     horizon = spec.eval_max_steps or int(np.asarray(params.max_steps).reshape(-1)[0])
+    hyper = stack_hyperparams(spec)
+    inputs = (params, hyper) if hyper else params  # what the program takes per run
     total = len(runs)
     mesh = make_mesh()
-    n_dev = len(mesh.devices.flat)
-    writer = SweepWriter(
+    n_dev = mesh.devices.size
+    lead = distributed.is_writer()
+    writer = open_sweep_writer(
         out_dir,
         dict(
             spec.describe(),
             runs=total,
             devices=n_dev,
+            processes=jax.process_count(),
             platform=jax.devices()[0].platform,
             env_steps_per_update=env_steps_per_update,
             eval_step_limit=horizon,
@@ -125,39 +149,55 @@ def run_sweep(
         resume=resume,
         overwrite=overwrite,
     )
-    recorder = SweepRecorder(loggers, out_dir, spec)
-    auto = spec.chunk_size is None
+    recorder = SweepRecorder(loggers if lead else (), out_dir, spec)
+    budget = None
     if writer.chunk_size is not None:  # resuming: the recorded chunks, the same program
-        chunk, auto = writer.chunk_size, False
+        chunk = writer.chunk_size
     elif spec.chunk_size is not None:
         chunk = int(math.ceil(min(spec.chunk_size, total) / n_dev)) * n_dev
-    elif jax.devices()[0].platform == "cpu":
-        # a few cores gain little from a wider vmap: chunk for progress and early results
-        chunk = int(math.ceil(math.ceil(total / CPU_CHUNKS) / n_dev)) * n_dev
     else:
-        chunk = int(math.ceil(total / n_dev)) * n_dev
+        budget = distributed.share(memory_budget(memory_budget_bytes))  # process 0's
+        given = memory_budget_bytes is not None or bool(os.environ.get(MEMORY_BUDGET_ENV))
+        if jax.devices()[0].platform == "cpu" and not given:
+            # a few cores gain little from a wider vmap: chunk for progress and early results
+            chunk = int(math.ceil(math.ceil(total / CPU_CHUNKS) / n_dev)) * n_dev
+        else:  # as many runs as fit the budget
+            chunk = int(math.ceil(total / n_dev)) * n_dev
     results: dict[tuple[str, int], dict[str, float]] = {}
     curves: dict[tuple[str, int], list] = {}
     for index in writer.finished():
         done_results, done_curves = writer.read_chunk(index)
         results.update(done_results)
         curves.update(done_curves)
-    stop = (lambda: False) if should_stop is None else should_stop
+    asked = (lambda: False) if should_stop is None else should_stop
+
+    def stop() -> bool:  # every process stops at the same chunk
+        return distributed.any_process(asked())
+
     start = time.perf_counter()
     compile_seconds = 0.0
     n_chunks = math.ceil(total / chunk)
     todo = [i for i in range(n_chunks) if i not in set(writer.finished())]
     compiled = None
     if todo and not stop():
-        compiled, chunk = compile_chunk(
-            make_program(train_fn, eval_fn), keys, params, chunk, mesh, auto=auto
-        )
+        program = make_program(train_fn, eval_fn)
+        compiled, chunk, need = compile_chunk(program, keys, inputs, chunk, mesh, budget)
+        agreed = distributed.share(chunk)
+        if agreed != chunk:  # another process measured otherwise: process 0's size
+            compiled, chunk, need = compile_chunk(program, keys, inputs, agreed, mesh)
         compile_seconds = time.perf_counter() - start
         writer.set_chunk_size(chunk)
-        writer.write_description(chunk_size=chunk, compile_seconds=round(compile_seconds, 2))
+        writer.write_description(
+            chunk_size=chunk,
+            compile_seconds=round(compile_seconds, 2),
+            memory_budget_bytes=budget,
+            program_bytes_per_device=need,
+        )
         n_chunks = math.ceil(total / chunk)
         todo = [i for i in range(n_chunks) if i not in set(writer.finished())]
-    bar = tqdm(total=total, unit="run", desc="sweep", disable=not progress, initial=len(results))
+    bar = tqdm(
+        total=total, unit="run", desc="sweep", disable=not (progress and lead), initial=len(results)
+    )
     ran, stopped = 0, False
     for index in todo:
         if compiled is None or stop():
@@ -167,11 +207,12 @@ def run_sweep(
         positions = np.arange(first, first + chunk)
         real = int((positions < total).sum())
         positions = np.minimum(positions, total - 1)  # pad the last chunk with its last run
-        metrics, episodes = compiled(*shard_batch((keys[positions], take(params, positions)), mesh))
+        args = shard_global((np.asarray(keys)[positions], take(inputs, positions)), mesh)
+        metrics, episodes = compiled(*args)
         fault(f"chunk:{ran + 1}")  # testing hook: killed while a chunk runs
-        metrics, episodes = jax.device_get((metrics, episodes))
+        metrics, episodes = to_host((metrics, episodes))  # every process: collective
         finished = []
-        for j in range(real):
+        for j in range(real if lead else 0):
             arm, seed = runs[first + j]
             result = run_metrics(env, take(episodes, j), horizon)
             curve = curve_rows(env, take(metrics, j), env_steps_per_update)
@@ -182,8 +223,9 @@ def run_sweep(
         ran += 1
         fault(f"between:{ran}")  # testing hook: killed between chunks
         bar.update(real)
-        rates = [r["capture_rate"] for r in results.values()]
-        bar.set_postfix(capture_rate=f"{np.mean(rates):.2f}")
+        if lead:
+            rates = [r["capture_rate"] for r in results.values()]
+            bar.set_postfix(capture_rate=f"{np.mean(rates):.2f}")
     bar.close()
     if not todo:
         writer.write_tables()  # a kill may have come before they were written
@@ -201,7 +243,7 @@ def run_sweep(
         "output_dir": str(out_dir),
         "stopped": stopped,
     }
-    if report and not stopped:
+    if report and lead and not stopped:
         from ppage_jax.analysis.sweep.report import write_report
 
         summary["report"] = str(write_report(out_dir))

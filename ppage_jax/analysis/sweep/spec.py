@@ -9,6 +9,7 @@ A sweep file holds one top-level key, ``sweep``::
         base_only: {config: configs/ablation/base_only}    # an arm from a config directory
         no_survival: {disable: [survival]}                  # ... or edits of the base config
         potential: {weights: {predator_distance: 0, potential_distance: 0.5}}
+        slow: {config: configs/ablation/both, hyperparams: {learning_rate: 1.0e-4}}
         split_credit: {params: {base: {credit: split}}, applies_to: {survival: all}}
       baseline: base_only               # P(improvement) is reported against this arm
       seeds: 8                          # training seeds per arm, paired across arms
@@ -17,10 +18,13 @@ A sweep file holds one top-level key, ``sweep``::
       chunk_size: null                  # runs per compiled call (null: as many as fit)
       output_dir: runs/sweeps/ablation  # default: runs/sweeps/<file name>
 
-Arms may differ only in ``rewards``. They are brought to one term structure, the union of
-their terms in order of first appearance: a term an arm lacks gets weight 0 and pays exactly
-nothing, so the whole sweep is one compiled program (weights, term params, role masks and
-gamma are traced). The sweep's ``seeds``, ``train_seed`` and ``eval`` replace the config's
+Arms may differ only in ``rewards`` and in traced training hyperparameters
+(``hyperparams: {learning_rate: 3.0e-4, ent_coef: 0.0}``: step sizes, loss coefficients,
+clipping, ``gamma``, ``gae_lambda``, epsilon schedule, ``alpha``; ``ppage_jax.train.traced``).
+They are brought to one term structure, the union of their terms in order of first
+appearance: a term an arm lacks gets weight 0 and pays exactly nothing, so the whole sweep is
+one compiled program (weights, term params, role masks, gamma and the hyperparameters are
+traced). The sweep's ``seeds``, ``train_seed`` and ``eval`` replace the config's
 ``experiment.seed``, ``num_seeds`` and ``eval`` (a sweep does not read those); the rest of
 ``experiment`` (algorithm, budget, roles) configures every run. Paths in the file are
 relative to the file's directory (then to the current directory, then to this repository's
@@ -54,7 +58,7 @@ SWEEP_KEYS = (
     "chunk_size",
     "output_dir",
 )
-ARM_KEYS = ("config", "weights", "disable", "params", "applies_to")
+ARM_KEYS = ("config", "weights", "disable", "params", "applies_to", "hyperparams")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
 # How the trained policy acts in evaluation: its greedy actions, or actions sampled from it
 # (stochastic learners such as IPPO).
@@ -74,6 +78,8 @@ class Arm:
     entries: tuple[TermEntry, ...]
     gamma: float
     source: str
+    # traced training hyperparameters this arm sets (ppage_jax.train.traced)
+    hyperparams: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,10 +119,22 @@ class SweepSpec:
             out.append(env.default_params.replace(reward=reward))
         return out
 
+    def arm_hyperparams(self) -> list[dict[str, float]]:
+        """Each arm's traced training hyperparameters: every name some arm sets, at the
+        arm's value or the config's (empty dicts when no arm sets one)."""
+        names = list(dict.fromkeys(n for arm in self.arms for n in arm.hyperparams))
+        if not names:
+            return [{} for _ in self.arms]
+        from ppage_jax.train.experiment import make_train_config
+
+        hp = make_train_config(self.config).hp
+        return [{n: arm.hyperparams.get(n, hp.traced_value(n)) for n in names} for arm in self.arms]
+
     def describe(self) -> dict[str, Any]:
-        """JSON-ready summary of the arms (weights per term, params, roles) and seeds."""
+        """JSON-ready summary of the arms (weights per term, params, roles, the training
+        hyperparameters an arm sets) and seeds."""
         arms = {}
-        for arm in self.arms:
+        for arm, hyper in zip(self.arms, self.arm_hyperparams(), strict=True):
             own = {e.name: e for e in arm.entries}
             arms[arm.name] = {
                 "source": arm.source,
@@ -125,6 +143,8 @@ class SweepSpec:
                 "params": {e.name: dict(e.params) for e in arm.entries if e.params},
                 "applies_to": {e.name: e.applies_to for e in arm.entries},
             }
+            if hyper:
+                arms[arm.name]["hyperparams"] = hyper
         return {
             "sweep": self.path,
             "config": _display(Path(self.config.path)),
@@ -353,13 +373,15 @@ def _read_arm(
 ) -> Arm:
     where = f"sweep.arms.{name}"
     spec = read.mapping(where, spec, ARM_KEYS)
+    hyperparams = _read_hyperparams(read, where, spec.get("hyperparams"), base_config)
     if "config" in spec:
-        extra = sorted(set(spec) - {"config"})
+        extra = sorted(set(spec) - {"config", "hyperparams"})
         if extra:
             read.fail(
                 f"{where}.{extra[0]}",
                 spec[extra[0]],
-                "an arm given by 'config' takes no other keys (edit its rewards.yaml)",
+                "an arm given by 'config' takes no other keys but 'hyperparams' "
+                "(edit its rewards.yaml)",
             )
         directory = read.resolve(f"{where}.config", spec["config"], base)
         arm_config = load_config(directory, sets)
@@ -369,6 +391,7 @@ def _read_arm(
             tuple(term_entries(arm_config["rewards"])),
             float(arm_config["rewards"]["gamma"]),
             _display(directory),
+            hyperparams,
         )
 
     entries = {e.name: e for e in term_entries(base_config["rewards"])}
@@ -431,7 +454,24 @@ def _read_arm(
         tuple(entries.values()),
         float(base_config["rewards"]["gamma"]),
         f"{_display(Path(base_config.path))} + edits",
+        hyperparams,
     )
+
+
+def _read_hyperparams(read: _Reader, where: str, values: Any, config: Config) -> dict[str, float]:
+    """An arm's ``hyperparams``: traced training hyperparameters of the configured algorithm
+    (:mod:`ppage_jax.train.traced`), each validated like its config key."""
+    from ppage_jax.train.registry import hyperparams_class
+    from ppage_jax.train.traced import check_value
+
+    algo = config["experiment"]["algorithm"]["name"]
+    out = {}
+    for name, value in read.mapping(f"{where}.hyperparams", values).items():
+        try:
+            out[str(name)] = check_value(hyperparams_class(algo), name, value, repr(algo))
+        except ValueError as err:
+            read.fail(f"{where}.hyperparams.{name}", value, str(err))
+    return out
 
 
 def _check_same_structure(read: _Reader, where: str, arm: Config, base: Config) -> None:

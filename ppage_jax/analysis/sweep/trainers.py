@@ -17,8 +17,9 @@ from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import episode_keys, play_episodes
 from ppage_jax.state import EnvParams
 
-# train_fn(key, params) -> (runner_state, metrics: dict of per-update arrays [U, ...])
-TrainFn = Callable[[jax.Array, EnvParams], tuple[Any, dict]]
+# train_fn(key, params) -> (runner_state, metrics: dict of per-update arrays [U, ...]); a
+# sweep whose arms set training hyperparameters calls train_fn(key, params, hyperparams).
+TrainFn = Callable[..., tuple[Any, dict]]
 # eval_fn(runner_state, params) -> per-episode arrays (ppage_jax.episodes.play_episodes)
 EvalFn = Callable[[Any, EnvParams], dict]
 
@@ -29,7 +30,8 @@ def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn,
     sweep's held-out block with the trained policy's greedy or sampled actions
     (``eval.policy``); a role that does not learn plays its baseline. The config's
     ``experiment.curriculum`` schedules every arm's params alike (a scheduled leaf overrides
-    the arm's value)."""
+    the arm's value). ``train_fn``'s optional third argument, the arm's traced
+    hyperparameters (``{name: float32}``), replaces the config's values."""
     from ppage_jax.train.curriculum import config_curriculum
     from ppage_jax.train.evaluate import matchup_policy
     from ppage_jax.train.experiment import make_train_config
@@ -41,10 +43,10 @@ def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn,
     keys = episode_keys(spec.eval_seed, spec.eval_episodes)
     curriculum = config_curriculum(spec.config)
 
-    def train_fn(key: jax.Array, params: EnvParams):
-        if curriculum is None:
+    def train_fn(key: jax.Array, params: EnvParams, hyperparams: dict | None = None):
+        if curriculum is None and not hyperparams:
             return module.train(key, tc, params)
-        return train_loop(module.init, module.update, key, tc, params, curriculum)
+        return train_loop(module.init, module.update, key, tc, params, curriculum, hyperparams)
 
     def eval_fn(runner: Any, params: EnvParams) -> dict:
         policy = matchup_policy(

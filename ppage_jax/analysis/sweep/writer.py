@@ -14,6 +14,9 @@ looks finished.
 
 A directory that already holds a sweep is refused unless resuming (same identity) or
 overwriting (its sweep files are deleted first, nothing else).
+
+With several processes (:mod:`ppage_jax.distributed`) only process 0 touches the directory
+(:func:`open_sweep_writer`); the others follow what it read (:class:`FollowerWriter`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ppage_jax import distributed
 from ppage_jax.artifacts import (
     OutputError,
     fault,
@@ -232,3 +236,46 @@ class SweepWriter:
                 text = self._chunk_path(index, kind).read_text()
                 parts.append(text.split("\n", 1)[1])  # drop the chunk's header
             write_text(self.dir / name, "".join(parts))
+
+
+class FollowerWriter:
+    """What a process other than 0 keeps of the sweep directory: the chunk size and the
+    finished chunks process 0 read from it; it writes and reads nothing."""
+
+    def __init__(self, chunk_size: int | None, finished: list[int]):
+        self.manifest = {"chunk_size": chunk_size, "chunks": {str(i): None for i in finished}}
+
+    chunk_size = SweepWriter.chunk_size
+    finished = SweepWriter.finished
+
+    def set_chunk_size(self, chunk: int) -> None:
+        self.manifest["chunk_size"] = int(chunk)
+
+    def read_chunk(self, index: int) -> tuple[dict, dict]:
+        return {}, {}
+
+    def write_description(self, **extra: Any) -> None:
+        pass
+
+    def add_chunk(self, index: int, first: int, runs: list) -> None:
+        self.manifest["chunks"][str(index)] = None
+
+    def write_tables(self) -> None:
+        pass
+
+
+def open_sweep_writer(*args: Any, **kwargs: Any) -> SweepWriter | FollowerWriter:
+    """:class:`SweepWriter` (same arguments) on process 0; on the others a
+    :class:`FollowerWriter` with the chunk size and finished chunks process 0 found. A
+    refused directory raises the same :class:`OutputError` on every process."""
+    writer, state = None, None
+    if distributed.is_writer():
+        try:
+            writer = SweepWriter(*args, **kwargs)
+            state = {"chunk_size": writer.chunk_size, "finished": writer.finished()}
+        except OutputError as err:
+            state = {"error": str(err)}
+    state = distributed.share(state)
+    if "error" in state:
+        raise OutputError(state["error"])
+    return writer if writer is not None else FollowerWriter(state["chunk_size"], state["finished"])
