@@ -66,6 +66,7 @@ FOUR_DEVICES = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the 2-process x 2-device rollout and sweep tests check the same equality
 def test_four_host_devices_give_single_device_results():
     env = dict(
         os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=4"
