@@ -28,14 +28,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
-import resource
 import time
 from pathlib import Path
 
 import jax
 import numpy as np
+from tables import ROW_KEYS, cpu_seconds, fmt_turns, write_json
 
 import ppage_jax as pj
 from ppage_jax.config import parse_override
@@ -43,7 +42,6 @@ from ppage_jax.train import algorithm, make_train_config, report
 from ppage_jax.train.checkpoint import save_checkpoint
 from ppage_jax.train.evaluate import evaluate_episodes, summarize_rows
 from ppage_jax.train.progress import run_updates
-from ppage_jax.train.report import _clean
 from ppage_jax.train.runner import seed_keys
 
 EVAL_SEED = 1_000_000
@@ -61,6 +59,16 @@ class Goal:
     steps: int  # env steps the learning rate anneals over (training may stop first)
 
 
+# Both goals: MAPPO with the set encoder, the same settings.
+MAPPO_SET = {
+    "learning_rate": 1e-3,
+    "num_steps": 32,
+    "update_epochs": 2,
+    "num_minibatches": 4,
+    "ent_coef": 0.003,
+    "network": "set",
+}
+
 GOALS = {
     "1v1": Goal(
         "configs/1v1",
@@ -68,14 +76,7 @@ GOALS = {
         300.0,
         1.5,
         "mappo",
-        {
-            "learning_rate": 1e-3,
-            "num_steps": 32,
-            "update_epochs": 2,
-            "num_minibatches": 4,
-            "ent_coef": 0.003,
-            "network": "set",
-        },
+        MAPPO_SET,
         256,
         4_000_000,
     ),
@@ -85,23 +86,11 @@ GOALS = {
         900.0,
         1.0,
         "mappo",
-        {
-            "learning_rate": 1e-3,
-            "num_steps": 32,
-            "update_epochs": 2,
-            "num_minibatches": 4,
-            "ent_coef": 0.003,
-            "network": "set",
-        },
+        MAPPO_SET,
         256,
         16_000_000,
     ),
 }
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def make_config(goal: Goal, args: argparse.Namespace):
@@ -118,18 +107,6 @@ def make_config(goal: Goal, args: argparse.Namespace):
     }
     overrides.update(dict(parse_override(text) for text in args.set))
     return pj.load_config(goal.config, overrides)
-
-
-ROW_KEYS = (
-    "capture_rate",
-    "rmst",
-    "rmst_ci",
-    "km_median",
-    "km_median_ci",
-    "truncated_share",
-    "steps_to_capture",
-    "episodes",
-)
 
 
 def evaluation(tc, runner, module, episodes: int, which: dict, reps: int = 1000):
@@ -262,10 +239,6 @@ def write_gif(tc, runner, module, episodes: dict, final: dict, path: Path) -> di
     return {"path": str(path), "episode": j, "length": int(length[j])}
 
 
-def fmt_turns(value, cap) -> str:
-    return f">{cap}" if value is None or not math.isfinite(value) else f"{value:.0f}"
-
-
 def markdown(name: str, r: dict) -> str:
     goal, cap = r["goal"], 500
     lines = [
@@ -342,7 +315,7 @@ def main() -> None:
     result = train(GOALS[args.goal], args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"learning_{args.goal}.json").write_text(json.dumps(_clean(result), indent=2) + "\n")
+    write_json(out / f"learning_{args.goal}.json", result)
     table = markdown(args.goal, result)
     (out / f"learning_{args.goal}.md").write_text(table)
     print(table)

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import resource
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tables import ROW_KEYS, cpu_seconds, rmst_cells, write_json
 
 import ppage_jax as pj
 from ppage_jax.episodes import episode_keys, play_episodes, summarize_episodes
@@ -44,7 +43,6 @@ from ppage_jax.policies import PREDATOR_POLICIES
 from ppage_jax.train import make_train_config
 from ppage_jax.train.evaluate import evaluate, is_stochastic, matchup_policy
 from ppage_jax.train.registry import algorithm
-from ppage_jax.train.report import _clean
 from ppage_jax.train.runner import run_training
 
 CONFIG = "configs/1v1"
@@ -133,7 +131,6 @@ BASELINES: dict[str, tuple[str, dict, int, str]] = {
 }
 # Rows for value-based learners played as PPAGE's act at the end of training.
 EPSILON_ROWS = {"trained, eps-greedy": "trained", "random vs eps-greedy prey": "random"}
-ROW_KEYS = ("capture_rate", "rmst", "rmst_ci", "km_median", "km_median_ci", "truncated_share")
 
 
 def run(name: str, num_envs: int, episodes: int | None, eval_episodes: int, seeds: int) -> dict:
@@ -244,24 +241,6 @@ def row_order(item: tuple[str, dict]) -> tuple[int, int]:
     return list(BASELINES).index(r.get("name", key)), -r["num_envs"]
 
 
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process (all its threads) so far."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def fmt_turns(value) -> str:
-    return ">500" if value is None or not math.isfinite(value) else f"{value:.0f}"
-
-
-def cells(r: dict) -> str:
-    low, high = r["rmst_ci"]
-    return (
-        f"{r['rmst']:.1f} [{low:.1f}, {high:.1f}] | {fmt_turns(r['km_median'])} | "
-        f"{100 * r['capture_rate']:.1f} %"
-    )
-
-
 def in_training(r: dict) -> str:
     if "training_capture" not in r:
         return ""
@@ -303,7 +282,7 @@ def markdown(results: dict) -> str:
         for i, row in enumerate(r.get("rows", ("trained", "random predators"))):
             head = f"{key} | {r['episodes']} ({grids(r)}) | {timing(r)}" if i == 0 else " | | "
             figure = f"{in_training(r)} | {BASELINES[name][3]}" if i == 0 else " | "
-            lines.append(f"| {head} | {row} | {cells(r[row])} | {figure} |")
+            lines.append(f"| {head} | {row} | {rmst_cells(r[row], truncated=False)} | {figure} |")
     return "\n".join(lines) + "\n"
 
 
@@ -355,7 +334,7 @@ def main() -> None:
         key = name if args.num_envs == NUM_ENVS else f"{name}, {args.num_envs} grid(s)"
         results["rows"][key] = run(name, args.num_envs, episodes, eval_episodes, args.seeds)
         results["rows"] = dict(sorted(results["rows"].items(), key=row_order))
-        (out / f"{stem}.json").write_text(json.dumps(_clean(results), indent=2) + "\n")
+        write_json(out / f"{stem}.json", results)
         (out / f"{stem}.md").write_text(markdown(results))
     print(markdown(results))
 

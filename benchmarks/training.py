@@ -24,17 +24,15 @@ Writes benchmarks/results/training.{json,md} and training_curves.png.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import time
 from pathlib import Path
 
 import jax
+from tables import ROW_KEYS, rmst_cells, write_json
 
 import ppage_jax as pj
 from ppage_jax.train import algorithm, make_train_config
 from ppage_jax.train.evaluate import evaluate
-from ppage_jax.train.report import _clean
 from ppage_jax.train.runner import run_training
 
 CONFIG = "configs/1v1"
@@ -73,17 +71,6 @@ def config(
     }
     overrides.update(extra or {})
     return pj.load_config(CONFIG, overrides)
-
-
-ROW_KEYS = (
-    "capture_rate",
-    "rmst",
-    "rmst_ci",
-    "km_median",
-    "km_median_ci",
-    "truncated_share",
-    "steps_to_capture",
-)
 
 
 def row(summary: dict) -> dict:
@@ -197,18 +184,6 @@ def throughput(steps: int) -> dict:
     return out
 
 
-def fmt_turns(value) -> str:
-    return ">500" if value is None or not math.isfinite(value) else f"{value:.0f}"
-
-
-def cells(r: dict) -> str:
-    low, high = r["rmst_ci"]
-    return (
-        f"{r['rmst']:.1f} [{low:.1f}, {high:.1f}] | {fmt_turns(r['km_median'])} | "
-        f"{100 * r['capture_rate']:.1f} % | {100 * r['truncated_share']:.1f} %"
-    )
-
-
 def markdown(results: dict) -> str:
     head = "RMST to capture [95 % CI] | KM median | capture rate | hit the 500-turn cap"
     lines = [
@@ -220,13 +195,13 @@ def markdown(results: dict) -> str:
     ]
     for name, r in results["baselines"].items():
         pred, prey = name.split(" vs ")
-        lines.append(f"| {pred} | {prey} | {cells(r)} |")
+        lines.append(f"| {pred} | {prey} | {rmst_cells(r)} |")
     for run in results["ippo_vs_random_prey"]:
         for name, r in run["results"].items():
             mode, prey = name.split(", vs ")
             lines.append(
                 f"| IPPO, {run['observation']}, {mode} ({run['env_steps'] / 1e6:.1f} M "
-                f"steps, {run['train_seconds']:.0f} s) | {prey} | {cells(r)} |"
+                f"steps, {run['train_seconds']:.0f} s) | {prey} | {rmst_cells(r)} |"
             )
     lines += [
         "",
@@ -238,7 +213,8 @@ def markdown(results: dict) -> str:
     ]
     for p in results["both_roles"]:
         for key in ("sampled", "greedy", "random predators", "chase predators"):
-            lines.append(f"| {p['env_steps']:,} | {p['seconds']:.0f} | {key} | {cells(p[key])} |")
+            cells = rmst_cells(p[key])
+            lines.append(f"| {p['env_steps']:,} | {p['seconds']:.0f} | {key} | {cells} |")
     lines += ["", "| algorithm | grids | training env-steps/s | compile s |", "|---|---|---|---|"]
     for name, r in results["throughput"].items():
         lines.append(
@@ -303,7 +279,7 @@ def main() -> None:
     )
     print("training throughput")
     results["throughput"] = throughput(speed_steps)
-    (out / "training.json").write_text(json.dumps(_clean(results), indent=2) + "\n")
+    write_json(out / "training.json", results)
     table = markdown(results)
     (out / "training.md").write_text(table)
     plot(results, out / "training_curves.png")

@@ -509,6 +509,14 @@ def _alias_growth(root: yaml.Node) -> float:
     return sizes[id(root)] - len(sizes)
 
 
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's error in one line: the problem and where (line and column, 1-based)."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or " ".join(str(err).split())
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return _clip(f"{problem}{where}", 500)
+
+
 def load_yaml(text: str | bytes, source: str, key: str = "<yaml>", shown: Any = None) -> Any:
     """Parse one YAML document with :class:`ConfigLoader`; bad YAML, an alias expansion
     beyond ``MAX_ALIAS_NODES`` nodes and nesting too deep raise :class:`ConfigError`."""
@@ -529,9 +537,7 @@ def load_yaml(text: str | bytes, source: str, key: str = "<yaml>", shown: Any = 
             )
         return loader.construct_document(node)
     except yaml.YAMLError as err:
-        raise ConfigError(
-            source, key, shown, f"is not valid YAML: {_clip(str(err), 500)}"
-        ) from None
+        raise ConfigError(source, key, shown, f"is not valid YAML: {_yaml_problem(err)}") from None
     except RecursionError:
         raise ConfigError(source, key, shown, "is nested too deeply") from None
     finally:

@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -109,14 +110,15 @@ def settings(
             return Settings()
     if num_processes is None or num_processes < 1:
         raise ValueError(
-            f"--num-processes must be an integer >= 1 (or {ENV_NUM_PROCESSES}), got {num_processes}"
+            f"--num-processes must be an integer >= 1 (or {ENV_NUM_PROCESSES}), "
+            f"got {'nothing' if num_processes is None else num_processes}"
         )
     if num_processes == 1:
         return Settings(coordinator, 1, 0)
     if process_id is None or not 0 <= process_id < num_processes:
         raise ValueError(
             f"--process-id must be in 0..{num_processes - 1} (or "
-            f"{ENV_PROCESS_ID}), got {process_id}"
+            f"{ENV_PROCESS_ID}), got {'nothing' if process_id is None else process_id}"
         )
     if coordinator is None:
         raise ValueError(
@@ -151,7 +153,7 @@ def initialize(config: Settings | None = None) -> Settings:
 def initialize_from_args(args: argparse.Namespace) -> Settings:
     """:func:`initialize` with the flags of :func:`add_arguments` (then the environment).
 
-    Bad settings end the program with a one-line message."""
+    Bad settings end the program with a one-line message and exit status 2 (bad input)."""
     try:
         config = settings(
             getattr(args, "coordinator", None),
@@ -159,7 +161,8 @@ def initialize_from_args(args: argparse.Namespace) -> Settings:
             getattr(args, "process_id", None),
         )
     except ValueError as err:
-        raise SystemExit(f"ppage-jax: {err}") from None
+        print(f"ppage-jax: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     return initialize(config)
 
 

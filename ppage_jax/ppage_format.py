@@ -173,6 +173,13 @@ def read_directory(directory: Path, experiment: str | None, load: Loader) -> Tra
         legacy = set(raw) == {"algorithm"}
         body = raw["algorithm"] if legacy else _single_section(chosen, raw, "experiment")
         bodies.append((chosen, "experiment", {"algorithm": body} if legacy else body))
+    if not bodies:
+        raise ConfigError(
+            str(directory),
+            "<path>",
+            str(directory),
+            f"holds no config files; expected some of {[s + '.yaml' for s in SECTIONS]}",
+        )
     ppage = (
         legacy
         or _uses_ppage_keys(bodies)
@@ -200,7 +207,7 @@ def _single_section(file: Path, body: dict, section: str) -> Any:
             str(file),
             "<top level>",
             sorted(body),
-            f"a {file.name} holds exactly one top-level key, {section!r}",
+            f"{file.name} holds exactly one top-level key, {section!r}",
         )
     return body[section]
 

@@ -30,12 +30,10 @@ from jax import lax
 from ppage_jax import stages
 from ppage_jax.env import GridWorld, make
 from ppage_jax.observations.registry import ObservationBuilder, make_observation
-from ppage_jax.rewards.compose import _call_potential, _param_value
+from ppage_jax.rewards.compose import _param_value, term_value
 from ppage_jax.rewards.registry import (
     CaptureEvents,
     Choice,
-    PotentialContext,
-    RewardContext,
     TermSpec,
     get_term,
     register_potential,
@@ -378,10 +376,7 @@ def _term_params(spec: TermSpec, env: GridWorld) -> dict[str, jax.Array]:
     """The traced params ``env`` configures for the term, else its declared defaults."""
     if spec.name in env.reward_terms:
         return dict(env.default_params.reward.term_params[spec.name])
-    return {
-        key: _param_value(spec, key, d.default if isinstance(d, Choice) else d)
-        for key, d in spec.params.items()
-    }
+    return {key: _param_value(spec, key, v) for key, v in spec.defaults().items()}
 
 
 def _param_variants(
@@ -403,27 +398,11 @@ def _term_function(spec: TermSpec, env: GridWorld) -> Callable:
     """f(prev, state, events, params) -> float32[A], calling the term as ``env.step`` does."""
     is_predator = jnp.asarray(env.is_predator)
     size = env.layout.size
-    if spec.potential:
 
-        def potential(prev, state, events, params):
-            ctx = PotentialContext(is_predator=is_predator, params=params, grid_size=size)
-            return _call_potential(spec.fn, state, ctx)
+    def call(prev, state, events, params):
+        return term_value(spec, prev, state, events, is_predator, params, size)
 
-        return potential
-
-    def direct(prev, state, events, params):
-        return spec.fn(
-            RewardContext(
-                prev=prev,
-                state=state,
-                events=events,
-                is_predator=is_predator,
-                params=params,
-                grid_size=size,
-            )
-        )
-
-    return direct
+    return call
 
 
 def _guard_params(rules: _Rules, spec: TermSpec, fn: Callable) -> Callable:

@@ -192,6 +192,10 @@ def _check(args: argparse.Namespace) -> None:
         raise SystemExit(
             "ppage-jax bench: --scaling and --report are separate runs; pass one of them"
         )
+    from ppage_jax.config import resolve_config_path
+
+    for config in args.configs or ():
+        resolve_config_path(config)  # ConfigError (one line, exit 2) for a missing one
     unknown_axes = sorted(set(args.axes or ()) - set(AXES))
     if unknown_axes:
         raise SystemExit(f"ppage-jax bench: unknown --axes {unknown_axes}; known: {list(AXES)}")
@@ -264,9 +268,6 @@ def main(args: argparse.Namespace) -> int:
         raise SystemExit(
             "ppage-jax bench: no config directories under ./configs; pass --configs CONFIG_DIR ..."
         )
-    for config in configs:
-        if not Path(config).exists():
-            raise SystemExit(f"ppage-jax bench: config directory {config!r} does not exist")
     single = not settings.multi_process
     log(throughput.ROW_HEADER)
     report = bench_report.run_benchmark(

@@ -12,10 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -23,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ppage_jax.artifacts import prepare_output_dir, write_text
+from ppage_jax.cli.args import nonnegative_int, positive_int, seed_number
 from ppage_jax.config import ConfigError
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
 from ppage_jax.train.evaluate import BASELINE_LABELS
@@ -54,12 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directories written by ppage-jax run (same grid size, agent "
         "counts, obstacle count and action table)",
     )
-    parser.add_argument("--episodes", type=int, default=None, help="episodes per pairing")
-    parser.add_argument("--seed", type=int, default=None, help="first seed of the eval block")
-    parser.add_argument("--max-steps", type=int, default=None, help="step cap per episode")
+    parser.add_argument("--episodes", type=positive_int, default=None, help="episodes per pairing")
+    parser.add_argument(
+        "--seed", type=seed_number, default=None, help="first seed of the eval block"
+    )
+    parser.add_argument("--max-steps", type=positive_int, default=None, help="step cap per episode")
     parser.add_argument(
         "--policy-seed",
-        type=int,
+        type=nonnegative_int,
         default=0,
         help="which trained seed of each run plays (default 0)",
     )
@@ -74,26 +75,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="crossplay",
         help=f"where {CSV_FILE} and {MARKDOWN_FILE} go (default: ./crossplay)",
     )
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
-    try:
-        from ppage_jax.artifacts import write_text_atomic
-    except ImportError:
-        write_text_atomic = None
-    if write_text_atomic is not None:
-        write_text_atomic(path, text)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", newline="") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def policy_options(
@@ -275,6 +256,7 @@ def main(args: argparse.Namespace) -> int:
     ):
         if value is not None:
             ev[key] = value
+    out = prepare_output_dir(args.out, "--out directory")
     env = make(config)
     params = env.default_params
     cap = int(ev["max_steps"] or config["env"]["termination"]["max_steps"])
@@ -300,8 +282,7 @@ def main(args: argparse.Namespace) -> int:
     )
     print(heading + "\n")
     print(to_text(rows, cap))
-    out = Path(args.out)
-    write_atomic(out / CSV_FILE, to_csv(rows))
-    write_atomic(out / MARKDOWN_FILE, to_markdown(rows, options, cap, heading))
+    write_text(out / CSV_FILE, to_csv(rows))
+    write_text(out / MARKDOWN_FILE, to_markdown(rows, options, cap, heading))
     print(f"\nwrote {out / CSV_FILE} and {out / MARKDOWN_FILE}")
     return 0

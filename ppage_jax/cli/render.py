@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jax
 
+from ppage_jax.artifacts import check_output_file, prepare_output_dir
 from ppage_jax.cli.args import int_at_least, positive_float, positive_int, seed_number
 from ppage_jax.cli.main import add_config_arguments, load_cli_config
 from ppage_jax.env import make
@@ -58,13 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.max_steps < 1 or args.cell_px < 8 or args.fps <= 0:
-        print(
-            f"ppage-jax render: --max-steps {args.max_steps}, --cell-px {args.cell_px}, "
-            f"--fps {args.fps}: need --max-steps >= 1, --cell-px >= 8 and --fps > 0",
-            file=sys.stderr,
-        )
-        return 2
+    prepare_output_dir(Path(args.out).parent, "--out directory")  # OutputError: exit 2
+    check_output_file(args.out, "--out")
     config = load_cli_config(args)
     env = make(config)
     policy, source = None, "random actions"
@@ -95,7 +91,6 @@ def main(args: argparse.Namespace) -> int:
     frames = render_episode(
         env, jax.random.PRNGKey(seed), policy, max_steps=args.max_steps, cell_px=args.cell_px
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_gif(args.out, frames, fps=args.fps)
     print(
         f"wrote {args.out}: {len(frames)} frames ({len(frames) - 1} turns, {source}, seed {seed})"

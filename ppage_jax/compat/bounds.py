@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.observations import builder_params, slot_order
-from ppage_jax.observations.builders import _others, _team_features
+from ppage_jax.observations.builders import _agent_radii, _grid_view, _others, _team_features
 from ppage_jax.state import Layout
 
 # fn(layout, **builder params) -> (low, high), each float32[A, size] (one row per observer)
@@ -91,10 +91,6 @@ def _euclid_max(layout: Layout) -> np.float32:
     return np.nextafter(d, np.float32(np.inf))
 
 
-def _radii(layout: Layout, radius) -> np.ndarray:
-    return np.broadcast_to(np.asarray(radius, np.int64), (layout.num_agents,)).copy()
-
-
 class _Columns:
     """Per-observer (low, high) blocks, concatenated along the feature axis."""
 
@@ -143,7 +139,7 @@ def _local_radius(
     layout: Layout, radius=3, include_agents=True, include_obstacles=True
 ) -> tuple[np.ndarray, np.ndarray]:
     n, s1 = layout.num_agents, layout.size - 1
-    r = _radii(layout, radius)
+    r = _agent_radii(layout, radius)
     reach, dist = np.minimum(r, s1), np.minimum(r, 2 * s1)  # per observer
     order = slot_order(layout)
     is_prey = (~layout.is_predator).astype(np.float32)
@@ -280,7 +276,7 @@ def _relative(
 def _grid(layout: Layout, radius=3) -> tuple[np.ndarray, np.ndarray]:
     """Channels [outside, obstacle, predators, free prey, captured prey] per window cell;
     without cell sharing at most one predator and one free prey share a cell."""
-    r = _radii(layout, radius)
+    r = _agent_radii(layout, radius)
     big = int(r.max())
     share = layout.allow_cell_sharing
     per_cell = np.array(
@@ -293,8 +289,6 @@ def _grid(layout: Layout, radius=3) -> tuple[np.ndarray, np.ndarray]:
         ],
         np.float32,
     )
-    ring = np.maximum(*np.abs(np.mgrid[-big : big + 1, -big : big + 1]))  # [w, w]
-    in_view = ring[None] <= r[:, None, None]  # [A, w, w]
-    high = in_view[..., None] * per_cell  # [A, w, w, C]
+    high = _grid_view(r)[..., None] * per_cell  # [A, w, w, C]
     high = high.reshape(layout.num_agents, -1)
     return np.zeros_like(high), high

@@ -7,6 +7,7 @@ from ppage_jax.episodes.play import (
     episode_starts,
     play_episodes,
     play_turn,
+    record_one,
     rollout_episodes,
     with_step_limit,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "episode_stats_update",
     "play_episodes",
     "play_turn",
+    "record_one",
     "rescore",
     "rollout_episodes",
     "rollout_summary",

@@ -268,6 +268,20 @@ def play_episodes(
     return result
 
 
+def record_one(
+    env: GridWorld, policy: Policy, key: jax.Array, params: EnvParams, turns: int, record: Callable
+) -> tuple[State, Any]:
+    """The episode :func:`play_episodes` plays for ``key``, recorded for ``turns`` turns:
+    (its reset state, ``record``'s outputs stacked on a leading turn axis)."""
+    keys = key[None]
+    out = play_episodes(env, policy, keys, params, turns=turns, record=record)
+    _, start = episode_starts(env, keys, params)
+    return (
+        jax.tree.map(lambda x: x[0], start),
+        jax.tree.map(lambda x: x[:, 0], out["trajectory"]),
+    )
+
+
 def rollout_episodes(
     env: GridWorld, policy: Policy, key: jax.Array, params: EnvParams, num_envs: int, num_steps: int
 ) -> dict[str, jax.Array]:

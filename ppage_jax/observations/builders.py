@@ -60,6 +60,14 @@ def _agent_radii(layout: Layout, radius: int | Sequence[int]) -> np.ndarray:
     return radii.copy()
 
 
+def _grid_view(radii: np.ndarray) -> np.ndarray:
+    """bool[A, w, w]: the cells of the largest window (w = 2 max(R) + 1) within each agent's
+    own radius (Chebyshev)."""
+    big = int(radii.max())
+    ring = np.maximum(*np.abs(np.mgrid[-big : big + 1, -big : big + 1]))  # [w, w]
+    return ring[None] <= radii[:, None, None]
+
+
 def _floor_sqrt(d2: jax.Array) -> jax.Array:
     """Exact int(sqrt(d2)) for non-negative int32 d2 (PPAGE's ``int(np.linalg.norm)``)."""
     s = jnp.floor(jnp.sqrt(d2.astype(jnp.float32))).astype(jnp.int32)
@@ -296,7 +304,7 @@ def grid(layout: Layout, radius: int = 3) -> ObservationBuilder:
     width = 2 * big + 1
     is_predator = jnp.asarray(layout.is_predator)
     du, dv = np.mgrid[-big : big + 1, -big : big + 1]  # [w, w] offsets
-    in_view = (np.maximum(abs(du), abs(dv))[None] <= radii[:, None, None]).astype(np.float32)
+    in_view = _grid_view(radii).astype(np.float32)
     by_map = size * size <= MAP_CELLS_PER_PAIR * n * n
 
     def build(state: State, params: EnvParams) -> jax.Array:

@@ -57,7 +57,7 @@ def term_entries(rewards: Mapping[str, Any]) -> list[TermEntry]:
     entries = []
     for item in raw:
         spec = get_term(item["name"])
-        params = {k: (v.default if isinstance(v, Choice) else v) for k, v in spec.params.items()}
+        params = spec.defaults()
         params.update(item.get("params") or {})
         entries.append(
             TermEntry(
@@ -88,6 +88,32 @@ def _call_potential(fn: Callable, state: State, ctx: PotentialContext) -> jax.Ar
     if len(inspect.signature(fn).parameters) == 1:
         return fn(state)
     return fn(state, ctx)
+
+
+def term_value(
+    spec: TermSpec,
+    prev: State,
+    state: State,
+    events: CaptureEvents | None,
+    is_predator: jax.Array,
+    params: Mapping[str, jax.Array],
+    grid_size: int,
+) -> jax.Array:
+    """float32[A]: the raw value of one term as ``step`` calls it: phi(state) for a
+    potential, else its value for the sub-step prev -> state."""
+    if spec.potential:
+        ctx = PotentialContext(is_predator=is_predator, params=params, grid_size=grid_size)
+        return _call_potential(spec.fn, state, ctx)
+    return spec.fn(
+        RewardContext(
+            prev=prev,
+            state=state,
+            events=events,
+            is_predator=is_predator,
+            params=params,
+            grid_size=grid_size,
+        )
+    )
 
 
 class RewardComposer:
@@ -141,37 +167,26 @@ class RewardComposer:
         self, prev: State, state: State, events: CaptureEvents, params: RewardParams
     ) -> jax.Array:
         """float32[A, T]: role-masked raw term values of one sub-step, per unit weight."""
-        is_predator = jnp.asarray(self._is_predator)
-        columns = []
-        for spec in self.specs:
-            if spec.potential:
-                columns.append(jnp.zeros(self.layout.num_agents, jnp.float32))
-                continue
-            ctx = RewardContext(
-                prev=prev,
-                state=state,
-                events=events,
-                is_predator=is_predator,
-                params=params.term_params[spec.name],
-                grid_size=self.layout.size,
+        is_predator, size = jnp.asarray(self._is_predator), self.layout.size
+        columns = [
+            jnp.zeros(self.layout.num_agents, jnp.float32)
+            if spec.potential
+            else term_value(
+                spec, prev, state, events, is_predator, params.term_params[spec.name], size
             )
-            columns.append(spec.fn(ctx))
+            for spec in self.specs
+        ]
         return self._mask(columns, params)
 
     def potentials(self, state: State, params: RewardParams) -> jax.Array:
         """float32[A, T]: phi(state) of each potential term (0 for the other terms)."""
-        is_predator = jnp.asarray(self._is_predator)
-        columns = []
-        for spec in self.specs:
-            if not spec.potential:
-                columns.append(jnp.zeros(self.layout.num_agents, jnp.float32))
-                continue
-            ctx = PotentialContext(
-                is_predator=is_predator,
-                params=params.term_params[spec.name],
-                grid_size=self.layout.size,
-            )
-            columns.append(_call_potential(spec.fn, state, ctx))
+        is_predator, size = jnp.asarray(self._is_predator), self.layout.size
+        columns = [
+            term_value(spec, state, state, None, is_predator, params.term_params[spec.name], size)
+            if spec.potential
+            else jnp.zeros(self.layout.num_agents, jnp.float32)
+            for spec in self.specs
+        ]
         return (
             jnp.stack(columns, axis=1)
             if columns

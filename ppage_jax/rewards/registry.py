@@ -81,6 +81,10 @@ class TermSpec:
     potential: bool
     doc: str
 
+    def defaults(self) -> dict[str, Any]:
+        """The declared param defaults as YAML writes them (a Choice's default option)."""
+        return {k: (v.default if isinstance(v, Choice) else v) for k, v in self.params.items()}
+
 
 _TERMS: dict[str, TermSpec] = {}
 

@@ -29,7 +29,7 @@ from flax import struct
 from flax.training.train_state import TrainState
 
 from ppage_jax.state import EnvParams, State
-from ppage_jax.train import networks, optim, progress, roles
+from ppage_jax.train import networks, optim, pg, progress, roles
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.encoders import Encoder, InputSpec, activation_fn, input_spec, scaled_init
 from ppage_jax.train.hyperparams import IPPOHyperparams
@@ -182,7 +182,6 @@ def policy_actions(
 ) -> tuple[jax.Array, dict]:
     """Actions int32[E, A] for the learning roles (0 elsewhere) and, per role, the
     (input, critic input, action, log_prob, value) used by the rollout."""
-    actions = jnp.zeros(obs.shape[:2], jnp.int32)
     parts = {}
     for i, role in enumerate(tc.learning_roles):
         x = networks.role_input(tc, role, obs)
@@ -192,10 +191,9 @@ def policy_actions(
             action = jnp.argmax(logits, axis=-1)
         else:
             action = jax.random.categorical(jax.random.fold_in(key, i), logits)
-        log_prob = jnp.take_along_axis(jax.nn.log_softmax(logits), action[..., None], -1)[..., 0]
-        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
+        log_prob, _ = pg.log_prob_entropy(logits, action)
         parts[role] = (x, c, action, log_prob, value)
-    return actions, parts
+    return pg.role_actions(tc, {role: p[2] for role, p in parts.items()}, obs), parts
 
 
 def rollout(
@@ -270,8 +268,7 @@ def ppo_loss(
 ) -> tuple[jax.Array, dict]:
     """Clipped PPO loss over the valid entries of a minibatch [B, n]."""
     logits, value = apply_fn(net_params, batch.x, batch.critic_x)
-    log_probs = jax.nn.log_softmax(logits)
-    log_prob = jnp.take_along_axis(log_probs, batch.action[..., None], -1)[..., 0]
+    log_prob, entropy = pg.log_prob_entropy(logits, batch.action)
     mask = batch.valid
     adv_mean = masked_mean(advantages, mask)
     adv_std = jnp.sqrt(masked_mean((advantages - adv_mean) ** 2, mask))
@@ -283,7 +280,7 @@ def ppo_loss(
     value_loss = 0.5 * masked_mean(
         jnp.maximum((value - targets) ** 2, (value_clipped - targets) ** 2), mask
     )
-    entropy = masked_mean(-(jnp.exp(log_probs) * log_probs).sum(-1), mask)
+    entropy = masked_mean(entropy, mask)
     total = actor_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
     return total, {"actor_loss": actor_loss, "value_loss": value_loss, "entropy": entropy}
 
@@ -359,17 +356,11 @@ def _logits(tc: TrainConfig, policy: dict, role: str, obs: jax.Array) -> jax.Arr
 
 def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
     """Argmax actions int32[E, A] for the learning roles (0 for the others)."""
-    actions = jnp.zeros(obs.shape[:2], jnp.int32)
-    for role in tc.learning_roles:
-        action = jnp.argmax(_logits(tc, policy, role, obs), -1)
-        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
-    return actions
+    logits = {role: _logits(tc, policy, role, obs) for role in tc.learning_roles}
+    return pg.role_actions(tc, {role: jnp.argmax(lg, -1) for role, lg in logits.items()}, obs)
 
 
 def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
     """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
-    actions = jnp.zeros(obs.shape[:2], jnp.int32)
-    for i, role in enumerate(tc.learning_roles):
-        action = jax.random.categorical(jax.random.fold_in(key, i), _logits(tc, policy, role, obs))
-        actions = actions.at[:, tc.agents_of(role)].set(action.astype(jnp.int32))
-    return actions
+    logits = {role: _logits(tc, policy, role, obs) for role in tc.learning_roles}
+    return pg.role_actions(tc, pg.sample(key, logits), obs)

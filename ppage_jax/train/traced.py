@@ -57,8 +57,9 @@ def check_value(cls: type[Hyperparams], name: str, value: object, algorithm: str
 
 
 def bind(tc: TrainConfig, values: Mapping[str, jax.Array] | None) -> TrainConfig:
-    """``tc`` whose ``hp`` reads ``values`` (traced arrays) for the names given; ``tc``
-    itself when there are none. Unknown names raise ValueError."""
+    """``tc`` whose ``hp`` reads ``values`` (float32 scalars, traced or not) for the names
+    given; ``tc`` itself when there are none. Unknown names or non-scalar values raise
+    ValueError."""
     if not values:
         return tc
     allowed = traced_names(type(tc.hp))
@@ -67,4 +68,11 @@ def bind(tc: TrainConfig, values: Mapping[str, jax.Array] | None) -> TrainConfig
         raise ValueError(
             f"{unknown} are not traced hyperparameters of {tc.algorithm}; traced: {list(allowed)}"
         )
+    shaped = {name: jnp.shape(v) for name, v in values.items() if jnp.ndim(v) != 0}
+    if shaped:
+        raise ValueError(
+            f"traced hyperparameters must be scalars (vmap train over a batch of them); "
+            f"got shapes {shaped}"
+        )
+    values = {name: jnp.asarray(v, jnp.float32) for name, v in values.items()}
     return tc.replace(hp=dataclasses.replace(tc.hp, **values))

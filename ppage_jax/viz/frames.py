@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppage_jax.env import GridWorld
-from ppage_jax.episodes.play import episode_starts, play_episodes
+from ppage_jax.episodes.play import record_one
 from ppage_jax.policies import Policy, random_policy
 from ppage_jax.state import EnvParams, State
 
@@ -206,18 +206,15 @@ def rollout_states(
     """
     params = env.default_params if params is None else params
     policy = random_policy(env) if policy is None else policy
-    keys = key[None]
-    out = play_episodes(
+    start, (after, ended) = record_one(
         env,
         policy,
-        keys,
+        key,
         params,
-        turns=max_steps,
-        record=lambda turn: (turn.next_state, turn.terminated | turn.truncated),
+        max_steps,
+        lambda turn: (turn.next_state, turn.terminated | turn.truncated),
     )
-    after, ended = jax.tree.map(lambda x: x[:, 0], out["trajectory"])
-    _, start = episode_starts(env, keys, params)
-    states = jax.tree.map(lambda first, rest: jnp.concatenate([first, rest]), start, after)
+    states = jax.tree.map(lambda first, rest: jnp.concatenate([first[None], rest]), start, after)
     done = jnp.concatenate([jnp.zeros((1,), bool), jnp.cumsum(ended) > 0])
     last = jnp.where(done.any(), jnp.argmax(done), max_steps)  # the state that ends it
     index = jnp.minimum(jnp.arange(max_steps + 1), last)  # skipped turns hold zeros

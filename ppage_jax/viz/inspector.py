@@ -27,7 +27,7 @@ import numpy as np
 
 from ppage_jax.artifacts import write_text
 from ppage_jax.env import GridWorld
-from ppage_jax.episodes.play import episode_starts, play_episodes
+from ppage_jax.episodes.play import record_one
 from ppage_jax.policies import Policy, random_policy
 from ppage_jax.state import EnvParams
 from ppage_jax.viz.frames import COLOURS
@@ -92,25 +92,19 @@ def _recorder(env: GridWorld, policy: Policy | None, max_steps: int):
 
     @jax.jit
     def run(key, params):
-        keys = key[None]
-        out = play_episodes(
+        return record_one(
             env,
             act,
-            keys,
+            key,
             params,
-            turns=max_steps,
-            record=lambda t: (
+            max_steps,
+            lambda t: (
                 t.next_state.positions,
                 t.next_state.captured,
                 t.info["reward_terms"],
                 t.terminated,
                 t.truncated,
             ),
-        )
-        _, start = episode_starts(env, keys, params)
-        return (
-            jax.tree.map(lambda x: x[0], start),
-            jax.tree.map(lambda x: x[:, 0], out["trajectory"]),
         )
 
     return run
@@ -235,7 +229,6 @@ def write_run_html(
     :func:`ppage_jax.viz.run_gif.write_run_gif` (same seed, same policy). Returns the path."""
     from ppage_jax.viz.run_gif import trained_policy
 
-    params = tc.env.default_params if params is None else params
     policy = trained_policy(tc, policies, params, seed_index)
     path = Path(run_dir) / HTML_FILE
     title = f"{Path(run_dir).name}: greedy {tc.algorithm}, layout seed {seed}"

@@ -74,7 +74,6 @@ def write_run_gif(
     """Write ``run_dir/episode.gif``: one greedy episode of the trained policy (seed
     ``seed_index`` of the run), episode 0 of the block starting at ``seed`` (the layout of
     ``fold_in(PRNGKey(seed), 0)``, as in evaluation). Returns the path."""
-    params = tc.env.default_params if params is None else params
     policy = trained_policy(tc, policies, params, seed_index)
     frames = render_episode(
         tc.env, jax.random.PRNGKey(seed), policy, params, max_steps=max_steps, cell_px=cell_px

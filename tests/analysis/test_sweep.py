@@ -243,6 +243,17 @@ def test_bad_sweep_files_name_the_key(tmp_path, body, key, words):
     assert words in str(err.value)
 
 
+def test_sweep_file_yaml_is_read_like_a_config(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("sweep: [1\n")
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path)
+    assert str(err.value).endswith("but got '<stream end>' at line 2, column 1")
+    path.write_text("sweep: &s [*s]\n")  # a recursive alias is refused, as in config files
+    with pytest.raises(ConfigError, match="recursive aliases never are"):
+        load_sweep(path)
+
+
 def test_mismatched_structure_is_rejected(tmp_path):
     other = tmp_path / "bigger"
     shutil.copytree(REPO / "configs/ablation/survival", other)

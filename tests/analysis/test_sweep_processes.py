@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 import yaml
 
-from ppage_jax.analysis.sweep.program import memory_budget, parse_bytes
+from ppage_jax.analysis.sweep.program import (
+    MEMORY_FRACTION,
+    device_memory_limit,
+    memory_budget,
+    parse_bytes,
+)
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import load_sweep
 from ppage_jax.cli.main import main as cli_main
@@ -69,7 +74,9 @@ def test_byte_counts_and_budget_settings():
     assert parse_bytes("2kb") == 2048 and parse_bytes(7) == 7
     assert memory_budget("1K", environ={"PPAGE_JAX_MEMORY_BUDGET": "5M"}) == 1024
     assert memory_budget(environ={"PPAGE_JAX_MEMORY_BUDGET": "5M"}) == 5 * 2**20
-    assert memory_budget(environ={}) > 0  # from the device (or the machine's memory)
+    limit = device_memory_limit()  # the device's (or the machine's memory)
+    assert limit is not None and limit > 2**20
+    assert memory_budget(environ={}) == int(MEMORY_FRACTION * limit)
     with pytest.raises(ValueError, match=r"PPAGE_JAX_MEMORY_BUDGET: expected a byte count"):
         memory_budget(environ={"PPAGE_JAX_MEMORY_BUDGET": "lots"})
     with pytest.raises(ValueError, match="at least 1 byte, got '0'"):

@@ -60,8 +60,8 @@ def test_state_bytes_counts_every_leaf_of_one_grid():
     expected = sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(state))
     assert benchmark.state_bytes(env) == expected
     # 1v1 on 10x10 with 20 obstacles: positions 16 + captured 2 + stamina 8 + obstacles 160
-    # + obstacle map 100 + turn 4 + captures 4 + two flags 2 (plus any newer fields).
-    assert expected >= 296
+    # + obstacle map 100 + turn 4 + captures 4 + two flags 2.
+    assert expected == 16 + 2 + 8 + 160 + 100 + 4 + 4 + 2 == 296
 
 
 def test_shipped_configs_finds_nested_config_dirs(tmp_path):

@@ -127,3 +127,10 @@ def test_crossplay_of_two_tiny_runs_writes_its_table(run_a, run_b, tmp_path, cap
     assert markdown.count("\n| ") == 2 * 1 + 12 + 4  # two header rows, pairings, matrix
     assert main(["crossplay", str(tmp_path), "--out", str(tmp_path)]) == 2
     assert "cannot cross-play" in capsys.readouterr().err
+
+
+def test_crossplay_out_that_is_a_file_fails_before_playing(run_a, tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    assert main(["crossplay", str(run_a[0]), "--out", str(taken)]) == 2
+    assert "is an existing file, not a directory" in capsys.readouterr().err

@@ -179,6 +179,9 @@ def test_a_write_that_fails_leaves_the_old_file(tmp_path):
         (["audit", "--episodes", "0"], "--episodes", ">= 1"),
         (["sweep", "--seeds", "0"], "--seeds", ">= 1"),
         (["sweep", "--chunk-size", "-1"], "--chunk-size", ">= 1"),
+        (["crossplay", "RUN", "--episodes", "0"], "--episodes", ">= 1"),
+        (["crossplay", "RUN", "--seed", "-1"], "--seed", ">= 0"),
+        (["crossplay", "RUN", "--policy-seed", "x"], "--policy-seed", "expected an integer"),
         (["launch", "-n", "0", "--", "bench"], "-n/--num-processes", ">= 1"),
         (
             ["launch", "-n", "2", "--port", "70000", "--", "bench"],
@@ -194,3 +197,19 @@ def test_numeric_flags_are_checked_when_parsed(capsys, argv, flag, allowed):
     err = _error(capsys)
     assert err.startswith(f"ppage-jax {argv[0]}: error: argument {flag}: ")
     assert allowed in err
+
+
+def test_bench_names_a_missing_config_before_any_work(capsys):
+    assert main(["bench", "--configs", "no/such/config"]) == 2
+    err = capsys.readouterr()
+    assert err.out == ""  # nothing measured or printed first
+    assert "no/such/config" in err.err and "name of a shipped config" in err.err
+
+
+def test_render_out_under_a_file_or_at_a_directory_fails_first(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    assert main(["render", "configs/1v1", "--out", str(taken / "x.gif")]) == 2
+    assert _error(capsys) == f"error: --out directory {taken} is an existing file, not a directory"
+    assert main(["render", "configs/1v1", "--out", str(tmp_path)]) == 2
+    assert _error(capsys) == f"error: --out {tmp_path} is a directory; give a file name"

@@ -32,8 +32,8 @@ def test_render_random_episode(tmp_path, capsys):
         == 0
     )
     frames = iio.imread(out, index=None)
-    assert frames.shape[1:3] == (6 * 16 + 1, 6 * 16 + 1)
-    assert "random actions, seed 3" in capsys.readouterr().out
+    assert frames.shape == (1 + 6, 6 * 16 + 1, 6 * 16 + 1, 3)  # the reset, then 6 turns
+    assert "7 frames (6 turns, random actions, seed 3)" in capsys.readouterr().out
 
 
 def test_render_errors(tmp_path, capsys):

@@ -209,6 +209,14 @@ def test_missing_path(tmp_path):
     assert str(missing) in str(err) and "must be an existing config directory" in str(err)
 
 
+def test_directory_without_config_files(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    err = load_error(empty)
+    assert str(empty) in str(err) and "holds no config files" in str(err)
+    assert "env.yaml" in str(err)  # lists what is allowed
+
+
 def test_file_with_the_wrong_top_level_key(tmp_path):
     directory = write(tmp_path / "cfg", {"env.yaml": "environment:\n  size: 5\n"})
     err = load_error(directory)
@@ -220,6 +228,7 @@ def test_invalid_yaml(tmp_path):
     directory = write(tmp_path / "cfg", {"env.yaml": "env: [unclosed\n"})
     err = load_error(directory)
     assert str(directory / "env.yaml") in str(err) and "not valid YAML" in str(err)
+    assert "\n" not in str(err) and str(err).endswith("but got '<stream end>' at line 2, column 1")
 
 
 def test_error_names_the_file_that_set_the_key(tmp_path):

@@ -139,8 +139,11 @@ def test_mutated_shipped_configs_give_a_config_error_or_an_env(files):
         warnings.simplefilter("ignore", ConfigNotice)
         _write(Path(tmp), files)
         try:
-            env = pj.make(pj.load_config(tmp))
+            config = pj.load_config(tmp)
+            env = pj.make(config)
         except ConfigError as err:
             assert len(str(err)) < 3000, str(err)[:200]
             return
-        assert env.num_agents >= 1 and env.observation_size >= 1
+        counts = (config["agents"]["predators"]["count"], config["agents"]["preys"]["count"])
+        assert (env.layout.n_predators, env.layout.n_prey) == counts
+        assert env.num_agents == sum(counts) and env.observation_size >= 1

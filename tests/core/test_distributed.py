@@ -112,8 +112,11 @@ def test_bad_settings_name_what_is_wrong(kwargs, env, message):
 
 
 def test_bad_flags_end_the_command_with_one_line(capsys):
-    with pytest.raises(SystemExit, match="ppage-jax: --process-id must be in 0..1"):
+    with pytest.raises(SystemExit) as exit_info:
         main(["bench", "--num-processes", "2", "--process-id", "5", "--coordinator", "h:1"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "ppage-jax: --process-id must be in 0..1 (or JAX_PROCESS_ID), got 5\n"
 
 
 def test_initialize_is_a_no_op_for_one_process():

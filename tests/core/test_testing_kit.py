@@ -200,7 +200,14 @@ def test_correct_user_term_passes_and_reports():
     checked = check_reward_term(crowding, params={"radius": 1.0})
     assert checked.subject == "reward term 'crowding'" and checked.rules == REWARD_RULES
     assert checked.values.shape == (8, 4) and checked.values.dtype == np.float32
-    assert (checked.values <= 0).all() and (checked.values[:, 2:] == 0).all()
+    assert (checked.values[:, 2:] == 0).all()
+    # 2 predators: -1 each when they stand within 1 cell of each other and some prey is free
+    state = checked.samples.state
+    positions = np.asarray(state.positions)
+    near = np.abs(positions[:, 0] - positions[:, 1]).sum(-1) <= 1
+    paid = -(near & ~np.asarray(state.captured)[:, 2:].all(-1)).astype(np.float32)
+    np.testing.assert_array_equal(checked.values[:, :2], np.stack([paid, paid], axis=1))
+    assert checked.values[:, :2].tolist() == [[0, 0]] * 4 + [[-1, -1]] + [[0, 0]] * 3
     assert not checked.values_without_prey.any()
     assert "crowding" not in pj.reward_terms()
 

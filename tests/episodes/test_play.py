@@ -15,6 +15,7 @@ from ppage_jax.episodes import (
     EPISODE_FIELDS,
     episode_keys,
     play_episodes,
+    record_one,
     summarize_episodes,
     with_step_limit,
 )
@@ -146,3 +147,19 @@ def test_render_rollout_is_the_played_episode(env):
     np.testing.assert_array_equal(positions[0], [[0, 0], [2, 1]])
     np.testing.assert_array_equal(positions[3:], np.broadcast_to(positions[3], (4, 2, 2)))
     assert len(render_episode(env, jax.random.PRNGKey(7), greedy_chase(env), max_steps=6)) == 4
+
+
+def test_record_one_returns_the_reset_state_and_the_turns(env):
+    start, (live, predator) = jax.jit(
+        lambda p: record_one(
+            env,
+            greedy_chase(env),
+            jax.random.PRNGKey(0),
+            p,
+            4,
+            lambda t: (t.live, t.next_state.positions[:, 0]),
+        )
+    )(env.default_params)
+    np.testing.assert_array_equal(start.positions, [[0, 0], [2, 1]])
+    assert np.asarray(live).tolist() == [True, True, True, False]  # captured on turn 3
+    np.testing.assert_array_equal(predator[2], [2, 1])

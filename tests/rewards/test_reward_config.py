@@ -254,9 +254,19 @@ def test_docs_reward_term_example_runs(capsys):
 
     page = (ROOT / "docs" / "rewards.md").read_text()
     example = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    ns: dict = {}
     try:
-        exec(compile(example, "docs/rewards.md", "exec"), {})
+        exec(compile(example, "docs/rewards.md", "exec"), ns)
     finally:
         pj.rewards.unregister_reward("corner_fear")
     printed = capsys.readouterr().out
     assert "('base', 'predator_distance', 'corner_fear', 'potential_distance')" in printed
+    env, state, terms = ns["env"], ns["state"], np.asarray(ns["info"]["reward_terms"])
+    np.testing.assert_allclose(terms.sum(-1), ns["reward"], rtol=1e-6)
+    # corner_fear (weight 2): -1 per sub-step for each free prey within 1 cell of two walls
+    xy = np.asarray(state.positions)
+    cornered = (np.minimum(xy, 5 - xy) <= 1).all(axis=1)
+    free_prey = ~np.asarray(env.is_predator) & ~np.asarray(state.captured)
+    speeds = np.asarray(env.default_params.speeds)
+    np.testing.assert_array_equal(terms[:, 2], -2.0 * speeds * (free_prey & cornered))
+    assert terms[:, 2].tolist() == [0, 0, 0, 0, 0, -6.0]  # prey_3 at (4, 1), speed 3

@@ -284,3 +284,16 @@ def test_matches_oracle_on_random_rollouts_shape_b():
             np.asarray(state.obstacles).tolist(),
             actions,
         )
+
+
+def test_term_defaults_give_a_choice_its_default_option():
+    from ppage_jax.rewards.registry import get_term
+
+    assert get_term("base").defaults() == {
+        "capture_reward": 100.0,
+        "captured_penalty": 100.0,
+        "step_cost": 5.0,
+        "obstacle_penalty": 200.0,
+        "credit": "full",
+    }
+    assert get_term("capture_proximity").defaults() == {"radius": 1.0}

@@ -98,6 +98,9 @@ def test_unknown_or_static_names_are_refused_in_one_line(traced_ippo):
         bind(tc, {"hidden_layers": jnp.float32(3)})
     assert "['hidden_layers'] are not traced hyperparameters of ippo" in str(err.value)
     assert "'learning_rate'" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match=r"must be scalars .* \{'ent_coef': \(3,\)\}$"):
+        bind(tc, {"ent_coef": jnp.zeros(3)})
+    assert bind(tc, {"ent_coef": 0}).hp.ent_coef.dtype == jnp.float32
     cls = hyperparams_class("ippo")
     assert check_value(cls, "learning_rate", "3e-4", "ippo") == pytest.approx(3e-4)
     with pytest.raises(ValueError, match=r"^must be a number > 0$"):

@@ -39,9 +39,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ppage_jax.config import PACKAGED_CONFIGS, SECTIONS, Config, ConfigError, load_config
+from ppage_jax.config import (
+    PACKAGED_CONFIGS,
+    SECTIONS,
+    Config,
+    ConfigError,
+    load_config,
+    load_yaml,
+)
 from ppage_jax.env import GridWorld, make
 from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
 from ppage_jax.rewards.registry import ROLES, Choice, get_term, reward_terms
@@ -258,10 +263,7 @@ def load_sweep(
         source, base = str(file), file.resolve().parent
         if not file.is_file():
             raise ConfigError(source, "<path>", str(file), "must be an existing sweep file")
-        try:
-            raw = yaml.safe_load(file.read_text())
-        except yaml.YAMLError as err:
-            raise ConfigError(source, "<yaml>", None, f"is not valid YAML: {err}") from None
+        raw = load_yaml(file.read_bytes(), source)
     read = _Reader(source)
     if not isinstance(raw, dict) or set(raw) != {"sweep"}:
         read.fail(
@@ -406,10 +408,7 @@ def _read_arm(
             entries[term] = dataclasses.replace(entries[term], weight=weight)
         else:
             term_spec = get_term(term)
-            defaults = {
-                k: (v.default if isinstance(v, Choice) else v) for k, v in term_spec.params.items()
-            }
-            entries[term] = TermEntry(term, weight, defaults, term_spec.applies_to)
+            entries[term] = TermEntry(term, weight, term_spec.defaults(), term_spec.applies_to)
     disable = spec.get("disable") or []
     if not isinstance(disable, list):
         read.fail(f"{where}.disable", disable, "must be a list of term names")
