@@ -176,6 +176,10 @@ class EncoderHyperparams(NetworkHyperparams):
                 fail("experiment.algorithm.params.network", self.network, error)
 
 
+# Kickstarting teachers (IPPO, MAPPO): name -> the baseline each role imitates.
+TEACHERS = {"greedy": {"predator": "chase", "prey": "evade"}}
+
+
 @dataclasses.dataclass(frozen=True)
 class IPPOHyperparams(EncoderHyperparams):
     """PPO per role, one actor and one critic shared by the role's agents (one-hot agent id
@@ -200,6 +204,24 @@ class IPPOHyperparams(EncoderHyperparams):
         "tanh",
         Field(str, False, lambda v: v in ("tanh", "relu"), "one of ['tanh', 'relu']"),
         "hidden activation",
+    )
+    teacher: str | None = param(
+        None,
+        Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}"),
+        "kickstarting: each learning role also imitates this baseline (greedy: the BFS chase "
+        "for predators, greedy evade for prey), weighted by teacher_coef; null: no teacher",
+    )
+    teacher_coef: float = param(
+        1.0,
+        Field(float, False, lambda v: v >= 0, ">= 0"),
+        "weight of the cross-entropy to the teacher's action at the start of training",
+        traced=True,
+    )
+    teacher_fraction: float = param(
+        0.5,
+        Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "share of the training steps over which teacher_coef anneals linearly to 0",
+        traced=True,
     )
 
     def check(self, data: dict, fail: Fail) -> None:

@@ -13,6 +13,11 @@ minibatch steps per role.
   termination (the episode's, or the prey's own capture); truncation bootstraps.
 - Masking: transitions of a prey that was already captured before the step have weight 0 in
   every loss term and in the advantage normalisation.
+- Kickstarting (``teacher``): the rollout also records the action a baseline teacher takes in
+  each state (the BFS chase for predators, greedy evade for prey; they read the state), and
+  the loss adds ``w * cross-entropy(teacher action, policy)`` with ``w = teacher_coef``
+  annealed linearly to 0 over the first ``teacher_fraction`` of the optimiser steps
+  (Schmitt et al., 2018). The teacher guides only: the policy acts on its own observation.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from ppage_jax.state import EnvParams, State
 from ppage_jax.train import networks, optim, pg, progress, roles
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.encoders import Encoder, InputSpec, activation_fn, input_spec, scaled_init
-from ppage_jax.train.hyperparams import IPPOHyperparams
+from ppage_jax.train.hyperparams import TEACHERS, IPPOHyperparams
 from ppage_jax.train.progress import Progress
 from ppage_jax.train.rollout import EnvCarry, env_reset, env_step, masked_mean
 
@@ -114,10 +119,39 @@ def optimizer(tc: TrainConfig) -> optax.GradientTransformation:
     )
 
 
+def optimiser_steps(tc: TrainConfig) -> int:
+    """Optimiser steps of the whole run, per role."""
+    hp = tc.hp
+    return tc.num_updates * hp.update_epochs * hp.num_minibatches
+
+
 def anneal_steps(tc: TrainConfig) -> int:
     """Optimiser steps over which the learning rate anneals to 0 (0: it does not)."""
-    hp = tc.hp
-    return tc.num_updates * hp.update_epochs * hp.num_minibatches if hp.anneal_lr else 0
+    return optimiser_steps(tc) if tc.hp.anneal_lr else 0
+
+
+def teacher_weight(hp: IPPOHyperparams, step: jax.Array, total: int) -> jax.Array:
+    """The kickstarting weight at optimiser step ``step`` of ``total``: ``teacher_coef``,
+    annealed linearly to 0 over ``teacher_fraction * total`` steps (0 without a teacher)."""
+    if hp.teacher is None:
+        return jnp.float32(0.0)
+    span = jnp.maximum(jnp.asarray(hp.teacher_fraction, jnp.float32) * total, 1.0)
+    return hp.teacher_coef * jnp.clip(1.0 - step.astype(jnp.float32) / span, 0.0, 1.0)
+
+
+def teacher_actions(
+    tc: TrainConfig, key: jax.Array, obs: jax.Array, state: State, params: EnvParams
+) -> dict:
+    """role -> int32[E, n_role]: the teacher's action for each learning agent (empty without
+    a teacher)."""
+    if tc.hp.teacher is None:
+        return {}
+    out = {}
+    for i, role in enumerate(tc.learning_roles):
+        policy = roles.baseline_policies(role)[TEACHERS[tc.hp.teacher][role]](tc.env, params)
+        keys = jax.random.split(jax.random.fold_in(key, i), obs.shape[0])
+        out[role] = jax.vmap(policy)(keys, obs, state)[:, tc.agents_of(role)]
+    return out
 
 
 def learning_rate(hp: IPPOHyperparams, step: jax.Array, anneal: int = 0) -> jax.Array:
@@ -169,6 +203,7 @@ class Trajectory:
     agent_terminal: jax.Array
     episode_end: jax.Array  # [T, E, n_role] (broadcast from the grid's flag)
     valid: jax.Array
+    teacher_action: jax.Array | None = None  # kickstarting: the teacher's action
 
 
 def policy_actions(
@@ -207,6 +242,8 @@ def rollout(
         actions, parts = policy_actions(
             tc, runner.learners, k_act, env.obs, env.state, critic_input
         )
+        # A stream of its own that leaves the others as they are without a teacher.
+        taught = teacher_actions(tc, jax.random.fold_in(k_fixed, 1), env.obs, env.state, params)
         actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = env_step(tc, k_env, env, actions, params, tc.hp.gamma)
         out = {}
@@ -229,6 +266,7 @@ def rollout(
                 agent_terminal=step.agent_terminal[:, rows],
                 episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
                 valid=step.valid[:, rows],
+                teacher_action=taught.get(role),
             )
         return (env, key), (out, step.finished)
 
@@ -265,8 +303,10 @@ def ppo_loss(
     batch: Trajectory,
     advantages: jax.Array,
     targets: jax.Array,
+    teacher: jax.Array | float = 0.0,
 ) -> tuple[jax.Array, dict]:
-    """Clipped PPO loss over the valid entries of a minibatch [B, n]."""
+    """Clipped PPO loss over the valid entries of a minibatch [B, n], plus ``teacher`` times
+    the cross-entropy to the teacher's actions when the batch has them."""
     logits, value = apply_fn(net_params, batch.x, batch.critic_x)
     log_prob, entropy = pg.log_prob_entropy(logits, batch.action)
     mask = batch.valid
@@ -282,14 +322,25 @@ def ppo_loss(
     )
     entropy = masked_mean(entropy, mask)
     total = actor_loss + hp.vf_coef * value_loss - hp.ent_coef * entropy
-    return total, {"actor_loss": actor_loss, "value_loss": value_loss, "entropy": entropy}
+    aux = {"actor_loss": actor_loss, "value_loss": value_loss, "entropy": entropy}
+    if batch.teacher_action is not None:
+        imitation = -masked_mean(pg.log_prob_entropy(logits, batch.teacher_action)[0], mask)
+        total = total + teacher * imitation
+        aux["teacher_loss"] = imitation
+    return total, aux
 
 
 def learn(
-    learner: TrainState, traj: Trajectory, hp: IPPOHyperparams, key: jax.Array, anneal: int = 0
+    learner: TrainState,
+    traj: Trajectory,
+    hp: IPPOHyperparams,
+    key: jax.Array,
+    anneal: int = 0,
+    total: int = 0,
 ) -> tuple[TrainState, dict]:
     """``update_epochs`` x ``num_minibatches`` PPO steps on one role's trajectory (the step
-    size annealed over ``anneal`` optimiser steps, :func:`learning_rate`)."""
+    size annealed over ``anneal`` optimiser steps, :func:`learning_rate`; a teacher's weight
+    over ``teacher_fraction`` of ``total``, :func:`teacher_weight`)."""
     advantages, targets = gae(traj, hp.gamma, hp.gae_lambda)
     batch_size = traj.reward.shape[0] * traj.reward.shape[1]
     flat = jax.tree.map(
@@ -305,7 +356,8 @@ def learn(
 
         def minibatch(learner, mb):
             batch, adv, tgt = mb
-            (_, aux), grads = grad_fn(learner.params, learner.apply_fn, hp, batch, adv, tgt)
+            weight = teacher_weight(hp, learner.step, total)
+            (_, aux), grads = grad_fn(learner.params, learner.apply_fn, hp, batch, adv, tgt, weight)
             settings = {
                 "learning_rate": learning_rate(hp, learner.step, anneal),
                 "max_norm": hp.max_grad_norm,
@@ -332,6 +384,7 @@ def update(
             tc.hp,
             jax.random.fold_in(k_learn, i),
             anneal_steps(tc),
+            optimiser_steps(tc),
         )
         for name, value in aux.items():
             losses[f"{name}/{role}"] = value

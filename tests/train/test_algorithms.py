@@ -74,6 +74,9 @@ def test_declarations_keep_the_documented_defaults():
         "activation": "tanh",
         "network": None,
         "encoder_width": 16,
+        "teacher": None,
+        "teacher_coef": 1.0,
+        "teacher_fraction": 0.5,
     }
     assert hp.defaults(hp.MAPPOHyperparams) == hp.defaults(hp.IPPOHyperparams)
     dqn = hp.defaults(hp.DQNHyperparams)

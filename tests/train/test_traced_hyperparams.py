@@ -49,6 +49,8 @@ def test_each_algorithm_declares_its_traced_hyperparameters():
         "ent_coef",
         "vf_coef",
         "max_grad_norm",
+        "teacher_coef",
+        "teacher_fraction",
     )
     assert traced_names(hyperparams_class("dqn")) == (
         "gamma",
