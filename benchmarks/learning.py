@@ -9,7 +9,7 @@ prey, beside the greedy BFS chase against the same prey, after a wall-clock trai
   predator to its nearest prey, no coordination); writes a GIF of a typical episode
   (``--gif``). The chase reads the whole state, so the predators see the whole grid too
   (``local_radius`` r=9); they are kickstarted from the chase (``teacher: greedy``, annealed
-  away over the first half of the run) and trained on the team reward (the base term with
+  away over the run) and trained on the team reward (the base term with
   ``credit: team``, no distance shaping): every predator pays the step cost until the first
   capture, the quantity the goal measures.
 - Both: the greedy (argmax) trained predators should hit the step limit in under 5 % of the
@@ -75,6 +75,9 @@ MAPPO_SET = {
 }
 
 ENT_COEF = 0.01
+# One pass over each rollout in eight minibatches: the same optimiser steps per update, 1.66x
+# the env steps per second with the 19x19 window (12.0 k against 7.3 k on two cores).
+ONE_EPOCH = {"update_epochs": 1, "num_minibatches": 8}
 
 GOALS = {
     "1v1": Goal(
@@ -93,9 +96,15 @@ GOALS = {
         900.0,
         1.0,
         "mappo",
-        {**MAPPO_SET, "teacher": "greedy", "teacher_fraction": 1.0, "ent_coef": ENT_COEF},
+        {
+            **MAPPO_SET,
+            **ONE_EPOCH,
+            "teacher": "greedy",
+            "teacher_fraction": 1.0,
+            "ent_coef": ENT_COEF,
+        },
         256,
-        6_000_000,
+        10_000_000,
         {
             "observations.params.radius": 9,
             "rewards.base.params.credit": "team",
