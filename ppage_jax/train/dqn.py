@@ -244,17 +244,10 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
         episodes = episodes + step.finished["done"].sum()
         return (new, env, key, episodes), (step.finished, losses, epsilon)
 
-    (learners, env, key, _), (finished, losses, epsilon) = jax.lax.scan(
-        one_step,
-        (runner.learners, runner.env, runner.key, runner.progress.episodes),
-        None,
-        length=hp.num_steps,
+    learners, env, key, new_progress, row = exploration.epsilon_turns(
+        tc, runner, runner.learners, one_step, jnp.nanmean
     )
-    row = progress.episode_metrics(tc, finished)
-    row["losses"] = jax.tree.map(jnp.nanmean, losses)
-    row["extras"] = {"epsilon": epsilon[-1]}
-    runner = RunnerState(learners, env, key, progress.advance(runner.progress, tc, row))
-    return runner, row
+    return RunnerState(learners, env, key, new_progress), row
 
 
 train = progress.trainer(init, update, "DQN")

@@ -239,16 +239,9 @@ def epsilon_greedy_update(
         episodes = episodes + step.finished["done"].sum()
         return (tables, env, key, episodes), (step.finished, losses, epsilon)
 
-    (tables, env, key, _), (finished, losses, epsilon) = jax.lax.scan(
-        one_step,
-        (runner.tables, runner.env, runner.key, runner.progress.episodes),
-        None,
-        length=hp.num_steps,
+    tables, env, key, new_progress, row = exploration.epsilon_turns(
+        tc, runner, runner.tables, one_step
     )
-    row = progress.episode_metrics(tc, finished)
-    row["losses"] = jax.tree.map(jnp.mean, losses)
-    row["extras"] = {"epsilon": epsilon[-1]}
-    new_progress = progress.advance(runner.progress, tc, row)
     return runner.replace(tables=tables, env=env, key=key, progress=new_progress), row
 
 
