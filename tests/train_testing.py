@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +20,8 @@ import ppage_jax as pj
 from ppage_jax.episodes import episode_keys, play_episodes
 from ppage_jax.train import algorithm, make_train_config
 from ppage_jax.train.evaluate import matchup_policy
+from ppage_jax.train.progress import train_loop
+from ppage_jax.train.traced import traced_values
 
 OPTIMAL_STEPS = 6
 MAX_STEPS = 20
@@ -45,6 +48,25 @@ def tiny_config(algo: str, params: dict | None = None, total_timesteps: int = 20
     }
     base.update(overrides)
     return pj.load_config(None, base)
+
+
+def traced_train(tc):
+    """``tc``'s training jitted once (a second trace fails) with its traced hyperparameters
+    as an argument: ``run(key, hyper)``, and ``run.with_values(**values)`` (key 0, the other
+    values as configured)."""
+    module = algorithm(tc.algorithm)
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def run(key, hyper):
+        return train_loop(module.init, module.update, key, tc, tc.env.default_params, None, hyper)
+
+    def with_values(**values):
+        chosen = {name: jnp.float32(value) for name, value in values.items()}
+        return run(jax.random.PRNGKey(0), dict(traced_values(tc.hp), **chosen))
+
+    run.with_values = with_values
+    return run
 
 
 def seeds(n: int = 2) -> jax.Array:

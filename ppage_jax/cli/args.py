@@ -13,6 +13,12 @@ from ppage_jax.artifacts import OutputError, check_output_file
 INT32_MAX = 2**31 - 1
 
 
+class UsageError(Exception):
+    """A bad flag value a subcommand finds after parsing (a combination of flags, a name
+    checked against a registry): its one-line message goes to stderr, exit status 2, as the
+    parser's own usage errors."""
+
+
 def _integer(text: str) -> int:
     try:
         return int(text)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import write_text
-from ppage_jax.cli.args import output_file, positive_float, positive_int
+from ppage_jax.cli.args import UsageError, output_file, positive_float, positive_int
 
 # `ppage-jax launch` may start this subcommand on several processes.
 MULTI_PROCESS = True
@@ -183,13 +183,13 @@ def _write(args: argparse.Namespace, report, text: str) -> None:
 
 def _check(args: argparse.Namespace) -> None:
     if args.steps is not None and args.steps < 1:
-        raise SystemExit(f"ppage-jax bench: --steps must be >= 1, got {args.steps}")
+        raise UsageError(f"ppage-jax bench: --steps must be >= 1, got {args.steps}")
     if args.repeats < 1:
-        raise SystemExit(f"ppage-jax bench: --repeats must be >= 1, got {args.repeats}")
+        raise UsageError(f"ppage-jax bench: --repeats must be >= 1, got {args.repeats}")
     if args.seconds <= 0:
-        raise SystemExit(f"ppage-jax bench: --seconds must be > 0, got {args.seconds}")
+        raise UsageError(f"ppage-jax bench: --seconds must be > 0, got {args.seconds}")
     if args.scaling and args.report:
-        raise SystemExit(
+        raise UsageError(
             "ppage-jax bench: --scaling and --report are separate runs; pass one of them"
         )
     from ppage_jax.config import resolve_config_path
@@ -198,13 +198,13 @@ def _check(args: argparse.Namespace) -> None:
         resolve_config_path(config)  # ConfigError (one line, exit 2) for a missing one
     unknown_axes = sorted(set(args.axes or ()) - set(AXES))
     if unknown_axes:
-        raise SystemExit(f"ppage-jax bench: unknown --axes {unknown_axes}; known: {list(AXES)}")
+        raise UsageError(f"ppage-jax bench: unknown --axes {unknown_axes}; known: {list(AXES)}")
     if args.builders:
         from ppage_jax.observations import observation_builders
 
         unknown = sorted(set(args.builders) - set(observation_builders()))
         if unknown:
-            raise SystemExit(
+            raise UsageError(
                 f"ppage-jax bench: unknown --builders {unknown}; known: "
                 f"{list(observation_builders())}"
             )
@@ -222,7 +222,7 @@ def main(args: argparse.Namespace) -> int:
         sizes = (args.batch_sizes or []) + ([args.scaling_batch] if args.scaling else [])
         odd = [n for n in sizes if n % jax.device_count()]
         if odd:
-            raise SystemExit(
+            raise UsageError(
                 f"ppage-jax bench: with {jax.process_count()} processes every "
                 f"batch must be a multiple of the {jax.device_count()} devices; "
                 f"got {odd}"
@@ -265,7 +265,7 @@ def main(args: argparse.Namespace) -> int:
 
     configs = args.configs if args.configs is not None else throughput.shipped_configs()
     if not configs:
-        raise SystemExit(
+        raise UsageError(
             "ppage-jax bench: no config directories under ./configs; pass --configs CONFIG_DIR ..."
         )
     single = not settings.multi_process

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
-from ppage_jax.cli.args import port_number, positive_int
+from ppage_jax.cli.args import UsageError, port_number, positive_int
 from ppage_jax.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
 
@@ -139,7 +139,7 @@ def _subcommand(command: list[str]) -> list[str]:
     ]
     if not command or command[0] not in able:
         got = repr(command[0]) if command else "nothing"
-        raise SystemExit(
+        raise UsageError(
             f"ppage-jax launch: expected a subcommand after --, one of {able}; got {got}"
         )
     return [
@@ -152,9 +152,9 @@ def _subcommand(command: list[str]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     if args.num_processes < 1:
-        raise SystemExit(f"ppage-jax launch: -n must be >= 1, got {args.num_processes}")
+        raise UsageError(f"ppage-jax launch: -n must be >= 1, got {args.num_processes}")
     if args.devices_per_process is not None and args.devices_per_process < 1:
-        raise SystemExit(
+        raise UsageError(
             f"ppage-jax launch: --devices-per-process must be >= 1, got {args.devices_per_process}"
         )
     argv = _subcommand(list(args.command))

@@ -88,6 +88,7 @@ def load_cli_config(args: argparse.Namespace):
 
 def main(argv: list[str] | None = None) -> int:
     from ppage_jax.artifacts import OutputError
+    from ppage_jax.cli.args import UsageError
 
     args = build_parser().parse_args(argv)
     try:
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except OutputError as err:
         print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UsageError as err:
+        print(err, file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -20,7 +20,9 @@ The contract every algorithm module follows::
 - ``runner_state``: the algorithm's final state (learners, optimiser states, grids, key,
   ``progress`` counters ``env_steps``/``episodes``/``updates``).
   ``module.policy_state(runner_state)`` is what the greedy policy needs (and what checkpoints
-  hold); ``module.greedy_actions(tc, policy_state, key, obs[E, A, F]) -> int32[E, A]``.
+  hold); ``module.greedy_actions(tc, policy_state, key, obs[E, A, F]) -> int32[E, A]``
+  (with ``state=`` the grids' states [E] too when the module declares ``READS_STATE``: a
+  policy with a residual ``prior``; :func:`ppage_jax.train.protocol.acting` passes them).
 - ``metrics``: a dict of arrays with a leading axis of ``tc.num_updates`` (one row per
   update): ``episodes`` (finished in the update), ``capture_rate`` (fraction of those ended
   by capture within the step limit), ``episode_length``, ``steps_to_capture`` (mean length of

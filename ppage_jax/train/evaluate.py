@@ -35,6 +35,7 @@ from ppage_jax.episodes import episode_keys, play_episodes, summarize_episodes
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.protocol import acting
 from ppage_jax.train.registry import algorithm
 from ppage_jax.train.roles import LEARN, ROLES, FrozenPolicy
 
@@ -98,11 +99,11 @@ def describe(tc: TrainConfig, role: str, mode: str) -> str:
 def _role_policy(tc: TrainConfig, policy: Any, params: EnvParams, role: str, what: str) -> Policy:
     """One grid's actions (int32[A]; only ``role``'s rows matter) for a resolved mode."""
     if what in ("greedy", "sampled"):
-        module = algorithm(tc.algorithm)
-        actions = module.greedy_actions if what == "greedy" else module.sample_actions
+        actions = acting(algorithm(tc.algorithm), what == "greedy")
 
         def act(key, obs, state):
-            return actions(tc, policy, key, obs[None])[0].astype(jnp.int32)
+            one = jax.tree.map(lambda a: a[None], state)
+            return actions(tc, policy, key, obs[None], one)[0].astype(jnp.int32)
 
         return act
     if isinstance(what, FrozenPolicy):  # a role played by another run's policy

@@ -176,7 +176,8 @@ class EncoderHyperparams(NetworkHyperparams):
                 fail("experiment.algorithm.params.network", self.network, error)
 
 
-# Kickstarting teachers (IPPO, MAPPO): name -> the baseline each role imitates.
+# Baseline guides (IPPO, MAPPO), for a kickstarting ``teacher`` or a residual ``prior``:
+# name -> the baseline of each role.
 TEACHERS = {"greedy": {"predator": "chase", "prey": "evade"}}
 
 
@@ -221,6 +222,20 @@ class IPPOHyperparams(EncoderHyperparams):
         0.5,
         Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
         "share of the training steps over which teacher_coef anneals linearly to 0",
+        traced=True,
+    )
+    prior: str | None = param(
+        None,
+        Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}"),
+        "residual policy: the actor's logits add prior_logit to this baseline's action "
+        "(greedy: the BFS chase for predators, greedy evade for prey), so the policy reads the "
+        "state as well as its observation and learns corrections to the baseline; null: none",
+    )
+    prior_logit: float = param(
+        3.0,
+        Field(float, False, lambda v: v >= 0, ">= 0"),
+        "logit added to the prior baseline's action (3: the untrained policy takes it with "
+        "probability 0.83 with five actions)",
         traced=True,
     )
 

@@ -24,6 +24,7 @@ from ppage_jax.train import ppo, progress
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.hyperparams import IPPOHyperparams
 from ppage_jax.train.ppo import (  # noqa: F401  (the PPO pieces, importable from here)
+    READS_STATE,
     ActorCritic,
     RunnerState,
     Trajectory,

@@ -23,6 +23,7 @@ from ppage_jax.train import networks, ppo, progress
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.hyperparams import MAPPOHyperparams
 from ppage_jax.train.ppo import (  # noqa: F401  (the PPO pieces, importable from here)
+    READS_STATE,
     RunnerState,
     Trajectory,
     gae,

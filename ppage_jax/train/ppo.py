@@ -18,6 +18,12 @@ minibatch steps per role.
   the loss adds ``w * cross-entropy(teacher action, policy)`` with ``w = teacher_coef``
   annealed linearly to 0 over the first ``teacher_fraction`` of the optimiser steps
   (Schmitt et al., 2018). The teacher guides only: the policy acts on its own observation.
+- Residual prior (``prior``): the actor also reads the action the baseline takes in the
+  current state (one-hot, after the encoder) and its logits add ``prior_logit`` to that
+  action, so the policy starts as a noisy copy of the baseline and learns corrections to it
+  (residual policy learning, Silver et al., 2018). Such a policy reads the state as well as
+  its observation (``READS_STATE``; outside training the baseline reads the env's default
+  speeds); the rollout stores the prior's action, so the loss recomputes the same logits.
 """
 
 from __future__ import annotations
@@ -50,7 +56,9 @@ class ActorCritic(nn.Module):
     """Actor and critic: ``(x float[..., F], critic_x) -> (logits [..., nA], value [...])``.
     Both read ``x`` through one encoder (``spec``; none for ``mlp``), then their own
     ``hidden_layers``; with ``critic_x`` (a centralised input) the critic reads that instead,
-    through its MLP layers. ``actor_only`` skips the critic (value None).
+    through its MLP layers. ``actor_only`` skips the critic (value None). With
+    ``prior_input`` the actor's layers also read ``prior`` (int actions [...], one-hot; zeros
+    when not given, as in a value-only call).
 
     The encoder is shared (trained by both losses, as PPO's convolutional torsos are) because
     it costs most of a step: one encoder per head made IPPO on the default config 1.45x
@@ -61,10 +69,15 @@ class ActorCritic(nn.Module):
     activation: str = "tanh"
     spec: InputSpec | None = None
     encoder_width: int = 16
+    prior_input: bool = False  # the actor also reads the residual prior's action, one-hot
 
     @nn.compact
     def __call__(
-        self, x: jax.Array, critic_x: jax.Array | None = None, actor_only: bool = False
+        self,
+        x: jax.Array,
+        critic_x: jax.Array | None = None,
+        actor_only: bool = False,
+        prior: jax.Array | None = None,
     ) -> tuple[jax.Array, jax.Array | None]:
         act = activation_fn(self.activation)
 
@@ -76,8 +89,14 @@ class ActorCritic(nn.Module):
 
         if self.spec is not None and self.spec.network != "mlp":
             x = Encoder(self.spec, self.encoder_width, self.activation, name="encoder")(x)
+        actor_x = x
+        if self.prior_input:  # a value-only call (no prior given) feeds zeros
+            shown = jnp.zeros(x.shape[:-1] + (self.num_actions,), x.dtype)
+            if prior is not None:
+                shown = jax.nn.one_hot(prior, self.num_actions, dtype=x.dtype)
+            actor_x = jnp.concatenate([x, shown], axis=-1)
         logits = nn.Dense(self.num_actions, kernel_init=scaled_init(0.01), name="actor_out")(
-            mlp(x, "actor")
+            mlp(actor_x, "actor")
         )
         if actor_only:
             return logits, None
@@ -95,6 +114,7 @@ def network(tc: TrainConfig) -> ActorCritic:
         hp.activation,
         input_spec(tc.env, hp.network, networks.obs_scale(tc)),
         hp.encoder_width,
+        hp.prior is not None,
     )
 
 
@@ -139,19 +159,32 @@ def teacher_weight(hp: IPPOHyperparams, step: jax.Array, total: int) -> jax.Arra
     return hp.teacher_coef * jnp.clip(1.0 - step.astype(jnp.float32) / span, 0.0, 1.0)
 
 
-def teacher_actions(
-    tc: TrainConfig, key: jax.Array, obs: jax.Array, state: State, params: EnvParams
+def guide_actions(
+    tc: TrainConfig,
+    guide: str | None,
+    key: jax.Array,
+    obs: jax.Array,
+    state: State,
+    params: EnvParams,
 ) -> dict:
-    """role -> int32[E, n_role]: the teacher's action for each learning agent (empty without
-    a teacher)."""
-    if tc.hp.teacher is None:
+    """role -> int32[E, n_role]: the action the baseline guide (a ``TEACHERS`` name) takes for
+    each learning agent in each of the states [E] (empty for ``guide=None``)."""
+    if guide is None:
         return {}
     out = {}
     for i, role in enumerate(tc.learning_roles):
-        policy = roles.baseline_policies(role)[TEACHERS[tc.hp.teacher][role]](tc.env, params)
+        policy = roles.baseline_policies(role)[TEACHERS[guide][role]](tc.env, params)
         keys = jax.random.split(jax.random.fold_in(key, i), obs.shape[0])
         out[role] = jax.vmap(policy)(keys, obs, state)[:, tc.agents_of(role)]
     return out
+
+
+def actor_logits(hp: IPPOHyperparams, logits: jax.Array, prior: jax.Array | None) -> jax.Array:
+    """The policy's logits: the network's, plus ``prior_logit`` on the prior's action."""
+    if prior is None:
+        return logits
+    bonus = jax.nn.one_hot(prior, logits.shape[-1], dtype=logits.dtype)
+    return logits + jnp.asarray(hp.prior_logit, logits.dtype) * bonus
 
 
 def learning_rate(hp: IPPOHyperparams, step: jax.Array, anneal: int = 0) -> jax.Array:
@@ -180,9 +213,12 @@ def init(
     for i, role in enumerate(tc.learning_roles):
         x = networks.role_input(tc, role, env.obs[0])
         c = _critic_x(critic_input, tc, role, first)
+        prior = jnp.zeros(x.shape[:-1], jnp.int32) if tc.hp.prior is not None else None
         learners[role] = TrainState.create(
             apply_fn=net.apply,
-            params=net.init(jax.random.fold_in(k_net, i), x, None if c is None else c[0]),
+            params=net.init(
+                jax.random.fold_in(k_net, i), x, None if c is None else c[0], prior=prior
+            ),
             tx=optimizer(tc),
         )
     return RunnerState(learners, env, key, progress.progress_init())
@@ -204,6 +240,7 @@ class Trajectory:
     episode_end: jax.Array  # [T, E, n_role] (broadcast from the grid's flag)
     valid: jax.Array
     teacher_action: jax.Array | None = None  # kickstarting: the teacher's action
+    prior_action: jax.Array | None = None  # residual prior: the baseline's action
 
 
 def policy_actions(
@@ -214,14 +251,18 @@ def policy_actions(
     state: State | None = None,
     critic_input: CriticInput | None = None,
     greedy: bool = False,
+    priors: dict | None = None,
 ) -> tuple[jax.Array, dict]:
     """Actions int32[E, A] for the learning roles (0 elsewhere) and, per role, the
-    (input, critic input, action, log_prob, value) used by the rollout."""
+    (input, critic input, action, log_prob, value) used by the rollout. ``priors``: role ->
+    the residual prior's actions (:func:`actor_logits`)."""
     parts = {}
     for i, role in enumerate(tc.learning_roles):
         x = networks.role_input(tc, role, obs)
         c = _critic_x(critic_input, tc, role, state)
-        logits, value = learners[role].apply_fn(learners[role].params, x, c)
+        prior = (priors or {}).get(role)
+        logits, value = learners[role].apply_fn(learners[role].params, x, c, prior=prior)
+        logits = actor_logits(tc.hp, logits, prior)
         if greedy:
             action = jnp.argmax(logits, axis=-1)
         else:
@@ -239,11 +280,16 @@ def rollout(
     def one_step(carry, _):
         env, key = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
-        actions, parts = policy_actions(
-            tc, runner.learners, k_act, env.obs, env.state, critic_input
+        # Streams of their own that leave the others as they are without a prior or teacher.
+        priors = guide_actions(
+            tc, tc.hp.prior, jax.random.fold_in(k_fixed, 2), env.obs, env.state, params
         )
-        # A stream of its own that leaves the others as they are without a teacher.
-        taught = teacher_actions(tc, jax.random.fold_in(k_fixed, 1), env.obs, env.state, params)
+        actions, parts = policy_actions(
+            tc, runner.learners, k_act, env.obs, env.state, critic_input, priors=priors
+        )
+        taught = guide_actions(
+            tc, tc.hp.teacher, jax.random.fold_in(k_fixed, 1), env.obs, env.state, params
+        )
         actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = env_step(tc, k_env, env, actions, params, tc.hp.gamma)
         out = {}
@@ -267,6 +313,7 @@ def rollout(
                 episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
                 valid=step.valid[:, rows],
                 teacher_action=taught.get(role),
+                prior_action=priors.get(role),
             )
         return (env, key), (out, step.finished)
 
@@ -307,7 +354,8 @@ def ppo_loss(
 ) -> tuple[jax.Array, dict]:
     """Clipped PPO loss over the valid entries of a minibatch [B, n], plus ``teacher`` times
     the cross-entropy to the teacher's actions when the batch has them."""
-    logits, value = apply_fn(net_params, batch.x, batch.critic_x)
+    logits, value = apply_fn(net_params, batch.x, batch.critic_x, prior=batch.prior_action)
+    logits = actor_logits(hp, logits, batch.prior_action)
     log_prob, entropy = pg.log_prob_entropy(logits, batch.action)
     mask = batch.valid
     adv_mean = masked_mean(advantages, mask)
@@ -403,17 +451,49 @@ def policy_state(runner: RunnerState) -> dict:
     return {role: learner.params for role, learner in runner.learners.items()}
 
 
-def _logits(tc: TrainConfig, policy: dict, role: str, obs: jax.Array) -> jax.Array:
-    return network(tc).apply(policy[role], networks.role_input(tc, role, obs), actor_only=True)[0]
+READS_STATE = True  # greedy_actions / sample_actions take the states (a residual prior)
+PRIOR_STREAM = 1_000_003  # the prior's random stream outside training: fold_in(key, PRIOR_STREAM)
 
 
-def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Argmax actions int32[E, A] for the learning roles (0 for the others)."""
-    logits = {role: _logits(tc, policy, role, obs) for role in tc.learning_roles}
+def _logits(
+    tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array, state: State | None
+) -> dict:
+    """role -> the policy's logits [E, n_role, nA] (the prior's bonus added when it has one)."""
+    priors = {}
+    if tc.hp.prior is not None:
+        if state is None:
+            raise ValueError(
+                f"a policy with prior: {tc.hp.prior} reads the state; pass state= with obs"
+            )
+        priors = guide_actions(
+            tc,
+            tc.hp.prior,
+            jax.random.fold_in(key, PRIOR_STREAM),
+            obs,
+            state,
+            tc.env.default_params,
+        )
+    out = {}
+    for role in tc.learning_roles:
+        x = networks.role_input(tc, role, obs)
+        prior = priors.get(role)
+        logits = network(tc).apply(policy[role], x, actor_only=True, prior=prior)[0]
+        out[role] = actor_logits(tc.hp, logits, prior)
+    return out
+
+
+def greedy_actions(
+    tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array, state: State | None = None
+) -> jax.Array:
+    """Argmax actions int32[E, A] for the learning roles (0 for the others); ``state`` [E]
+    is needed with a ``prior``."""
+    logits = _logits(tc, policy, key, obs, state)
     return pg.role_actions(tc, {role: jnp.argmax(lg, -1) for role, lg in logits.items()}, obs)
 
 
-def sample_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
-    """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
-    logits = {role: _logits(tc, policy, role, obs) for role in tc.learning_roles}
-    return pg.role_actions(tc, pg.sample(key, logits), obs)
+def sample_actions(
+    tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array, state: State | None = None
+) -> jax.Array:
+    """Actions int32[E, A] sampled from the learned policy (0 for the other roles); ``state``
+    [E] is needed with a ``prior``."""
+    return pg.role_actions(tc, pg.sample(key, _logits(tc, policy, key, obs, state)), obs)

@@ -2,18 +2,21 @@
 
 An algorithm is a module (modules satisfy protocols, PEP 544). Optional capabilities are
 declared, never probed: ``STOCHASTIC = True`` promises ``sample_actions``
-(:class:`StochasticAlgorithm`).
+(:class:`StochasticAlgorithm`); ``READS_STATE = True`` promises that ``greedy_actions`` and
+``sample_actions`` take the grids' states too (keyword ``state``, batched as ``obs``), as a
+policy with a baseline prior needs (:func:`acting` passes it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import jax
 
-    from ppage_jax.state import EnvParams
+    from ppage_jax.state import EnvParams, State
     from ppage_jax.train.config import TrainConfig
     from ppage_jax.train.hyperparams import Hyperparams
 
@@ -73,3 +76,16 @@ def missing_members(module: ModuleType) -> list[str]:
     when it declares ``STOCHASTIC = True``); empty when it satisfies the contract."""
     wanted = members(StochasticAlgorithm if getattr(module, "STOCHASTIC", False) else Algorithm)
     return [name for name in wanted if not hasattr(module, name)]
+
+
+def acting(module: ModuleType, greedy: bool) -> Callable[..., jax.Array]:
+    """``(tc, policy, key, obs[E, A, F], state[E]) -> int32[E, A]``: the module's greedy (or
+    sampled) actions, given the states only when it declares ``READS_STATE = True``."""
+    act = module.greedy_actions if greedy else module.sample_actions
+    if getattr(module, "READS_STATE", False):
+        return act
+
+    def without_state(tc: TrainConfig, policy: Any, key: jax.Array, obs: jax.Array, state: State):
+        return act(tc, policy, key, obs)
+
+    return without_state

@@ -21,6 +21,7 @@ import numpy as np
 from ppage_jax import policies
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams, State
+from ppage_jax.train.protocol import acting
 
 if TYPE_CHECKING:
     from ppage_jax.config import Config
@@ -120,16 +121,15 @@ class FrozenPolicy(str):
         from ppage_jax.train.registry import algorithm
 
         module = algorithm(self.tc.algorithm)
-        acts = (
-            module.greedy_actions if self.greedy or not module.STOCHASTIC else module.sample_actions
-        )
+        acts = acting(module, self.greedy or not module.STOCHASTIC)
         own_env, tc, same = self.tc.env, self.tc, self.same_observation
         weights = self.weights
 
         def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
             own = obs if same else own_env.observe(state, params)
             frozen = jax.tree.map(jnp.asarray, weights)
-            return acts(tc, frozen, key, own[None])[0].astype(jnp.int32)
+            one = jax.tree.map(lambda a: a[None], state)
+            return acts(tc, frozen, key, own[None], one)[0].astype(jnp.int32)
 
         return act
 

@@ -8,8 +8,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 import ppage_jax as pj
 from ppage_jax.bench import report as bench_report
 from ppage_jax.bench import scaling
@@ -73,9 +71,16 @@ def test_scaling_command_prints_writes_and_plots(tmp_path, capsys):
     assert "| state only |" in out_md.read_text()
 
 
-def test_bench_rejects_an_unknown_builder():
-    with pytest.raises(SystemExit, match=r"unknown --builders \['nope'\]; known: \["):
-        main(["bench", "--scaling", "--builders", "grid,nope"])
+def test_bench_rejects_an_unknown_builder_or_axis_in_one_line(capsys):
+    assert main(["bench", "--scaling", "--builders", "grid,nope"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "ppage-jax bench: unknown --builders ['nope']; known: ["
+    )
+    assert main(["bench", "--axes", "size,colour"]) == 2
+    assert capsys.readouterr().err == (
+        "ppage-jax bench: unknown --axes ['colour']; known: "
+        "['size', 'agents', 'batch', 'showcase']\n"
+    )
 
 
 def test_state_bytes_grow_with_the_grid_and_fit_batch_cuts_to_a_power_of_two():

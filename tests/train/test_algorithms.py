@@ -77,6 +77,8 @@ def test_declarations_keep_the_documented_defaults():
         "teacher": None,
         "teacher_coef": 1.0,
         "teacher_fraction": 0.5,
+        "prior": None,
+        "prior_logit": 3.0,
     }
     assert hp.defaults(hp.MAPPOHyperparams) == hp.defaults(hp.IPPOHyperparams)
     dqn = hp.defaults(hp.DQNHyperparams)

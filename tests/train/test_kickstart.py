@@ -3,17 +3,14 @@ anneals to 0."""
 
 from __future__ import annotations
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from train_testing import loss_names, tiny_config
+from train_testing import loss_names, tiny_config, traced_train
 
 from ppage_jax.config import ConfigError
-from ppage_jax.train import algorithm, make_train_config, mappo, ppo
-from ppage_jax.train.progress import train_loop
-from ppage_jax.train.traced import traced_values
+from ppage_jax.train import make_train_config, mappo, ppo
 
 PARAMS = {"num_steps": 16, "learning_rate": 3e-3, "update_epochs": 1, "num_minibatches": 2}
 
@@ -41,18 +38,8 @@ def kickstarted():
     tc = make_train_config(
         tiny_config("mappo", dict(PARAMS, teacher="greedy"), total_timesteps=16 * 16 * 12)
     )
-    module = algorithm("mappo")
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def train(hyper):
-        key = jax.random.PRNGKey(0)
-        return train_loop(module.init, module.update, key, tc, tc.env.default_params, None, hyper)
-
-    def run(teacher_coef: float):
-        return train(dict(traced_values(tc.hp), teacher_coef=jnp.float32(teacher_coef)))
-
-    return tc, run
+    run = traced_train(tc)
+    return tc, lambda teacher_coef: run.with_values(teacher_coef=teacher_coef)
 
 
 @pytest.fixture(scope="module")

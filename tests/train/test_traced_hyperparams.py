@@ -3,17 +3,15 @@ the run a config with those values gives."""
 
 from __future__ import annotations
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 from flax.training.train_state import TrainState
-from train_testing import tiny_config
+from train_testing import tiny_config, traced_train
 
 from ppage_jax.train import algorithm, make_train_config, optim
-from ppage_jax.train.progress import train_loop
 from ppage_jax.train.registry import hyperparams_class
 from ppage_jax.train.traced import bind, check_value, traced_names, traced_values
 
@@ -29,14 +27,7 @@ def ppo_config(**params):
 def traced_ippo():
     """IPPO's train jitted once with its hyperparameters as an argument."""
     tc = make_train_config(ppo_config())
-    module = algorithm("ippo")
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def run(key, hyper):
-        return train_loop(module.init, module.update, key, tc, tc.env.default_params, None, hyper)
-
-    return tc, run
+    return tc, traced_train(tc)
 
 
 def test_each_algorithm_declares_its_traced_hyperparameters():
@@ -51,6 +42,7 @@ def test_each_algorithm_declares_its_traced_hyperparameters():
         "max_grad_norm",
         "teacher_coef",
         "teacher_fraction",
+        "prior_logit",
     )
     assert traced_names(hyperparams_class("dqn")) == (
         "gamma",
