@@ -49,30 +49,35 @@ def residual():
     return tc, lambda prior_logit: run.with_values(prior_logit=prior_logit)
 
 
-def test_a_strong_prior_plays_the_baselines_moves_and_needs_the_state(residual):
-    """With prior_logit 30 every sampled predator move is a chase move; with 0 (the same
-    compiled program) the barely trained network alone also picks -x, -y or the no-op."""
-    tc, run = residual
+@pytest.fixture(scope="module")
+def trained(residual):
+    """The runner trained with prior_logit 3 (the default)."""
+    _, run = residual
+    return run(3.0)[0]
+
+
+def test_a_strong_prior_plays_the_baselines_moves_and_needs_the_state(residual, trained):
+    """Acting with prior_logit 30, every sampled predator move is a chase move; with 0, the
+    barely trained network alone also picks -x, -y or the no-op."""
+    tc, _ = residual
     env = tc.env
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(jax.random.PRNGKey(3), 64), env.default_params
     )
-    for prior_logit, expected in ((30.0, CHASE_MOVES), (0.0, {0, 1, 2, 3, 4})):
-        runner, _ = run(prior_logit)
-        policy = mappo.policy_state(runner)
+    policy = mappo.policy_state(trained)
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    for prior_logit in (30.0, 0.0):
         acting_tc = with_prior_logit(tc, prior_logit)
-        moves = set()
-        for k in range(4):
-            actions = mappo.sample_actions(acting_tc, policy, jax.random.PRNGKey(k), obs, state)
-            moves |= set(np.asarray(actions)[:, :2].ravel().tolist())
-        assert moves == expected if prior_logit else moves > CHASE_MOVES
+        sample = jax.vmap(lambda k, t=acting_tc: mappo.sample_actions(t, policy, k, obs, state))
+        moves = set(np.asarray(jax.jit(sample)(keys))[..., :2].ravel().tolist())
+        assert moves == CHASE_MOVES if prior_logit else moves == {0, 1, 2, 3, 4}
     with pytest.raises(ValueError, match="prior: greedy reads the state"):
         mappo.greedy_actions(tc, policy, jax.random.PRNGKey(0), obs)
 
 
-def test_the_loss_recomputes_the_rollouts_log_probs_with_the_stored_prior(residual):
-    tc, run = residual
-    runner, _ = run(3.0)
+def test_the_loss_recomputes_the_rollouts_log_probs_with_the_stored_prior(residual, trained):
+    tc, _ = residual
+    runner = trained
     _, trajectories, _ = jax.jit(mappo.rollout, static_argnums=1)(runner, tc, tc.env.default_params)
     traj = trajectories["predator"]
     prior = np.asarray(traj.prior_action)
@@ -97,8 +102,9 @@ def test_the_loss_recomputes_the_rollouts_log_probs_with_the_stored_prior(residu
 
 
 def test_evaluation_gives_the_state_to_a_policy_with_a_prior(residual):
-    """evaluate_episodes plays a prior policy (through :func:`acting`); with prior_logit 30
-    its predators catch the still prey as fast as the chase does."""
+    """evaluate_episodes plays a prior policy (through :func:`acting`); trained and acting
+    with prior_logit 30 (a new traced value: no new trace), its predators catch the still
+    prey as fast as the chase does."""
     tc, run = residual
     acting_tc = with_prior_logit(tc, 30.0)
     runner, _ = run(30.0)
