@@ -35,7 +35,7 @@ from ppage_jax.episodes import episode_keys, play_episodes, summarize_episodes
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.protocol import acting
+from ppage_jax.train.protocol import acting_one
 from ppage_jax.train.registry import algorithm
 from ppage_jax.train.roles import LEARN, ROLES, FrozenPolicy
 
@@ -99,13 +99,8 @@ def describe(tc: TrainConfig, role: str, mode: str) -> str:
 def _role_policy(tc: TrainConfig, policy: Any, params: EnvParams, role: str, what: str) -> Policy:
     """One grid's actions (int32[A]; only ``role``'s rows matter) for a resolved mode."""
     if what in ("greedy", "sampled"):
-        actions = acting(algorithm(tc.algorithm), what == "greedy")
-
-        def act(key, obs, state):
-            one = jax.tree.map(lambda a: a[None], state)
-            return actions(tc, policy, key, obs[None], one)[0].astype(jnp.int32)
-
-        return act
+        act = acting_one(algorithm(tc.algorithm), what == "greedy")
+        return functools.partial(act, tc, policy)
     if isinstance(what, FrozenPolicy):  # a role played by another run's policy
         return what.policy(tc.env, params)
     table = PREDATOR_POLICIES if role == "predator" else PREY_POLICIES

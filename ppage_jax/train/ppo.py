@@ -287,8 +287,12 @@ def rollout(
         actions, parts = policy_actions(
             tc, runner.learners, k_act, env.obs, env.state, critic_input, priors=priors
         )
-        taught = guide_actions(
-            tc, tc.hp.teacher, jax.random.fold_in(k_fixed, 1), env.obs, env.state, params
+        taught = (  # the same baseline as the prior: its actions, not a second search
+            priors
+            if tc.hp.teacher == tc.hp.prior
+            else guide_actions(
+                tc, tc.hp.teacher, jax.random.fold_in(k_fixed, 1), env.obs, env.state, params
+            )
         )
         actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = env_step(tc, k_env, env, actions, params, tc.hp.gamma)

@@ -89,3 +89,17 @@ def acting(module: ModuleType, greedy: bool) -> Callable[..., jax.Array]:
         return act(tc, policy, key, obs)
 
     return without_state
+
+
+def acting_one(module: ModuleType, greedy: bool) -> Callable[..., jax.Array]:
+    """``(tc, policy, key, obs[A, F], state) -> int32[A]``: :func:`acting` for one grid."""
+    import jax
+    import jax.numpy as jnp
+
+    act = acting(module, greedy)
+
+    def one_grid(tc: TrainConfig, policy: Any, key: jax.Array, obs: jax.Array, state: State):
+        batched = jax.tree.map(lambda a: a[None], (obs, state))
+        return act(tc, policy, key, *batched)[0].astype(jnp.int32)
+
+    return one_grid

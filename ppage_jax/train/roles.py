@@ -21,7 +21,7 @@ import numpy as np
 from ppage_jax import policies
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams, State
-from ppage_jax.train.protocol import acting
+from ppage_jax.train.protocol import acting_one
 
 if TYPE_CHECKING:
     from ppage_jax.config import Config
@@ -121,15 +121,14 @@ class FrozenPolicy(str):
         from ppage_jax.train.registry import algorithm
 
         module = algorithm(self.tc.algorithm)
-        acts = acting(module, self.greedy or not module.STOCHASTIC)
+        acts = acting_one(module, self.greedy or not module.STOCHASTIC)
         own_env, tc, same = self.tc.env, self.tc, self.same_observation
         weights = self.weights
 
         def act(key: jax.Array, obs: jax.Array, state: State) -> jax.Array:
             own = obs if same else own_env.observe(state, params)
             frozen = jax.tree.map(jnp.asarray, weights)
-            one = jax.tree.map(lambda a: a[None], state)
-            return acts(tc, frozen, key, own[None], one)[0].astype(jnp.int32)
+            return acts(tc, frozen, key, own, state)
 
         return act
 

@@ -15,7 +15,7 @@ from train_testing import tiny_config, traced_train
 from ppage_jax.config import ConfigError
 from ppage_jax.train import make_train_config, mappo, pg, ppo
 from ppage_jax.train.evaluate import evaluate_episodes
-from ppage_jax.train.protocol import acting
+from ppage_jax.train.protocol import acting, acting_one
 
 PARAMS = {"num_steps": 16, "update_epochs": 1, "num_minibatches": 2, "prior": "greedy"}
 CHASE_MOVES = {0, 1}  # from (0, 0) and (1, 0) towards the prey at (3, 4): +x or +y
@@ -124,3 +124,9 @@ def test_acting_passes_the_state_only_to_modules_that_declare_reading_it():
     plain = types.SimpleNamespace(STOCHASTIC=True, greedy_actions=greedy, sample_actions=greedy)
     assert acting(reads, True)(None, None, None, None, "state") == "state"
     assert acting(plain, False)(None, None, None, None, "state") == "absent"
+    # one grid: obs [A, F] and the state gain a grid axis, the actions lose it again
+    shifted = types.SimpleNamespace(
+        READS_STATE=True, greedy_actions=lambda tc, p, k, obs, state: obs[..., 0] + state[:, None]
+    )
+    got = acting_one(shifted, True)(None, None, None, jnp.array([[1.7], [2.2]]), jnp.array(3))
+    assert got.dtype == jnp.int32 and got.tolist() == [4, 5]
