@@ -429,6 +429,22 @@ class GridWorld:
         can_move = ~state.captured & (jnp.minimum(params.speeds, state.stamina) > 0)
         return (moves & can_move[:, None]) | (table == 0).all(-1)[None, :]
 
+    def move_agents(self, state: State, moving: jax.Array, directions: jax.Array) -> jax.Array:
+        """int32[A, 2]: the positions after one move sub-step of ``state``, every agent with
+        ``moving`` (bool[A]) taking one cell along its direction (int[A, 2]) under this env's
+        grid, obstacle and cell-sharing rules (:func:`ppage_jax.stages.move`)."""
+        return stages.move(
+            state.positions,
+            moving,
+            directions,
+            state.captured,
+            state.obstacle_map,
+            jnp.asarray(self.is_predator),
+            size=self.layout.size,
+            block_by_obstacles=self.layout.block_agents_by_obstacles,
+            allow_cell_sharing=self.layout.allow_cell_sharing,
+        )
+
     def _substep(self, k: jax.Array, carry, *, budget, directions, params: EnvParams):
         """One sub-step: move -> capture -> reward terms (does nothing once terminated).
 
@@ -438,17 +454,7 @@ class GridWorld:
         state, unit_terms = carry
         is_predator = jnp.asarray(self.is_predator)
         runs = (k < params.speeds.max()) & ((k == 0) | ~state.terminated)
-        positions = stages.move(
-            state.positions,
-            runs & (k < budget),
-            directions,
-            state.captured,
-            state.obstacle_map,
-            is_predator,
-            size=self.layout.size,
-            block_by_obstacles=self.layout.block_agents_by_obstacles,
-            allow_cell_sharing=self.layout.allow_cell_sharing,
-        )
+        positions = self.move_agents(state, runs & (k < budget), directions)
         captured, events = stages.capture(positions, state.captured, is_predator)
         captures_total = state.captures_total + events.num_captured
         terminated, _ = stages.flags(

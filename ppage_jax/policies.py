@@ -178,6 +178,29 @@ def greedy_evade(env: GridWorld, params: EnvParams | None = None) -> Policy:
     return act
 
 
+def intercept_chase(env: GridWorld, params: EnvParams | None = None) -> Policy:
+    """Predators chase where the prey are about to be: each prey's greedy-evade move this turn
+    is predicted (predators held still, the move stage's rules), then :func:`greedy_chase`
+    runs towards the predicted cells. Against greedy-evade prey it heads them off instead of
+    following them. Prey rows take the no-op.
+    """
+    params = env.default_params if params is None else params
+    is_predator = jnp.asarray(env.is_predator)
+    evade, chase = greedy_evade(env, params), greedy_chase(env, params)
+    directions = jnp.asarray(env.action_table)
+
+    def act(key: Key, obs: Observations, state: State) -> Actions:
+        k_flee, k_chase = jax.random.split(key)
+        flee = directions[evade(k_flee, obs, state)]
+        budget = jnp.where(is_predator, 0, _turn_budget(state, params))
+        ahead = state
+        for k in range(env.layout.max_speed):  # static, small: the sub-steps of one turn
+            ahead = ahead.replace(positions=env.move_agents(ahead, k < budget, flee))
+        return chase(k_chase, obs, ahead)
+
+    return act
+
+
 def combine_policies(env: GridWorld, predator_policy: Policy, prey_policy: Policy) -> Policy:
     """One policy taking predator rows from ``predator_policy`` and prey rows from
     ``prey_policy`` (each gets its own key)."""
@@ -197,6 +220,7 @@ PREDATOR_POLICIES: dict[str, Callable[..., Policy]] = {
     "noop": lambda env, params=None: noop_policy(env),
     "random": lambda env, params=None: random_policy(env),
     "chase": greedy_chase,
+    "intercept": intercept_chase,
 }
 PREY_POLICIES: dict[str, Callable[..., Policy]] = {
     "noop": lambda env, params=None: noop_policy(env),

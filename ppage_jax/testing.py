@@ -171,17 +171,7 @@ def _sampler(env: GridWorld) -> Callable[..., tuple[SubSteps, SubSteps]]:
     def substep(
         u: jax.Array, state: State, chase: float, stay: float
     ) -> tuple[State, CaptureEvents]:
-        moved = stages.move(
-            state.positions,
-            jnp.ones(n, bool),
-            directions(u, state, chase, stay),
-            state.captured,
-            state.obstacle_map,
-            is_predator,
-            size=layout.size,
-            block_by_obstacles=layout.block_agents_by_obstacles,
-            allow_cell_sharing=layout.allow_cell_sharing,
-        )
+        moved = env.move_agents(state, jnp.ones(n, bool), directions(u, state, chase, stay))
         captured, events = stages.capture(moved, state.captured, is_predator)
         return state.replace(
             positions=moved,

@@ -55,6 +55,7 @@ BASELINE_LABELS = {
     "random": "random",
     "noop": "no-op",
     "chase": "greedy BFS chase",
+    "intercept": "intercept chase",
     "evade": "greedy BFS evade",
 }
 

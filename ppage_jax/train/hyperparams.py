@@ -178,7 +178,10 @@ class EncoderHyperparams(NetworkHyperparams):
 
 # Baseline guides (IPPO, MAPPO), for a kickstarting ``teacher`` or a residual ``prior``:
 # name -> the baseline of each role.
-TEACHERS = {"greedy": {"predator": "chase", "prey": "evade"}}
+TEACHERS = {
+    "greedy": {"predator": "chase", "prey": "evade"},
+    "intercept": {"predator": "intercept", "prey": "evade"},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,7 +213,8 @@ class IPPOHyperparams(EncoderHyperparams):
         None,
         Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}"),
         "kickstarting: each learning role also imitates this baseline (greedy: the BFS chase "
-        "for predators, greedy evade for prey), weighted by teacher_coef; null: no teacher",
+        "for predators, greedy evade for prey; intercept: the intercept chase for predators, "
+        "greedy evade for prey), weighted by teacher_coef; null: no teacher",
     )
     teacher_coef: float = param(
         1.0,
@@ -228,8 +232,8 @@ class IPPOHyperparams(EncoderHyperparams):
         None,
         Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}"),
         "residual policy: the actor's logits add prior_logit to this baseline's action "
-        "(greedy: the BFS chase for predators, greedy evade for prey), so the policy reads the "
-        "state as well as its observation and learns corrections to the baseline; null: none",
+        "(the teacher's names), so the policy reads the state as well as its observation and "
+        "learns corrections to the baseline; null: none",
     )
     prior_logit: float = param(
         3.0,

@@ -14,8 +14,9 @@ params}`` plus the vectorised-run keys)::
       num_envs: 256           # grids stepped together per seed
       total_timesteps: 2000000  # env steps (turns x grids) per seed ...
       episodes: null          # ... or a budget of finished episodes (exactly one of the two)
-      roles: {predators: learn, preys: learn}   # or noop | random | chase (evade for preys),
-                              # or {policy: RUN_DIR, seed: 0, greedy: false}: that run's policy
+      roles: {predators: learn, preys: learn}   # or noop | random | chase | intercept
+                              # (evade for preys), or {policy: RUN_DIR, seed: 0,
+                              # greedy: false}: that run's policy
       eval: {episodes: 1000, seed: 1000000, max_steps: null}
       output_dir: runs
       checkpoint_every: null  # updates between training checkpoints (null: 5 per run)

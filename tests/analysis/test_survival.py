@@ -70,6 +70,22 @@ def test_bootstrap_intervals():
     assert "rmst_ci" not in S.survival_summary(times, events, 10, reps=0)
 
 
+def test_rmst_ratio_is_paired_over_layouts():
+    # Every layout takes the first policy half as long as the second: RMST 2.5 against 5.0,
+    # and each paired resample keeps that ratio exactly, however hard the layouts drawn.
+    fast, slow, captured = [1, 2, 3, 4], [2, 4, 6, 8], [True] * 4
+    out = S.rmst_ratio(fast, captured, slow, captured, 100, reps=300)
+    assert out["ratio"] == 0.5 and out["ratio_ci"] == [0.5, 0.5]
+    # With censoring at the horizon: (2 + 500) / 2 over (4 + 500) / 2; a resample of the
+    # first layout only gives 2 / 4, of the second only 500 / 500.
+    out = S.rmst_ratio([2, 500], [True, False], [4, 500], [True, False], 500, reps=300)
+    assert out["ratio"] == pytest.approx(251 / 252)
+    assert 0.5 <= out["ratio_ci"][0] < 251 / 252 < out["ratio_ci"][1] <= 1.0
+    assert "ratio_ci" not in S.rmst_ratio(fast, captured, slow, captured, 100, reps=0)
+    with pytest.raises(ValueError, match="equal counts"):
+        S.rmst_ratio([1, 2], [True, True], [1], [True], 10)
+
+
 @pytest.mark.parametrize(
     "times, events, words",
     [

@@ -136,6 +136,20 @@ def test_evade_breaks_ties_at_random():
     assert seen == {RIGHT, YPLUS}
 
 
+def test_intercept_heads_the_prey_off():
+    # The prey (speed 3) at (0, 1) is two turns of chasing away over the top; greedy evade
+    # sends it down the left column, so the interceptor goes down while the chase goes up.
+    env = map_env(["#....", "..#..", "..#..", ".....", "..#.."], prey_speed=3)
+    obs, state = place(env, [[3, 1], [0, 1]])
+    chase, intercept = jax.jit(P.greedy_chase(env)), jax.jit(P.intercept_chase(env))
+    evade = jax.jit(P.greedy_evade(env))
+    for seed in range(6):
+        key = jax.random.PRNGKey(seed)
+        assert chase(key, obs, state).tolist() == [YMINUS, NOOP]
+        assert evade(key, obs, state).tolist() == [NOOP, YPLUS]
+        assert intercept(key, obs, state).tolist() == [YPLUS, NOOP]
+
+
 def test_combine_policies_takes_rows_by_role():
     env = map_env(CORRIDOR, predators=1, prey=2)
     obs, state = place(env, [[1, 2], [3, 2], [0, 2]])
@@ -182,3 +196,25 @@ def test_chase_shortens_every_predators_path_by_one_under_vmap(default_batch):
     assert reachable.mean() > 0.8
     np.testing.assert_array_equal(d1[reachable], d0[reachable] - 1)
     np.testing.assert_array_equal(moved[~reachable], before[~reachable])
+
+
+def test_intercept_chases_where_the_env_moves_the_prey(default_batch):
+    # The prediction is the env's own move: step with the predators still and the prey on
+    # greedy evade (the interceptor's key split), then chase from there.
+    env, obs, states = default_batch
+    intercept, chase = P.intercept_chase(env), P.greedy_chase(env)
+    evade = P.greedy_evade(env)
+
+    def both(key, obs, state):
+        k_flee, k_chase = jax.random.split(key)
+        _, after, *_ = env.step(key, state, evade(k_flee, obs, state))
+        return intercept(key, obs, state), chase(
+            k_chase, obs, state.replace(positions=after.positions)
+        )
+
+    keys = jax.random.split(jax.random.PRNGKey(5), obs.shape[0])
+    got, expected = jax.jit(jax.vmap(both))(keys, obs, states)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+    chase_keys = jax.vmap(lambda k: jax.random.split(k)[1])(keys)  # the same tie-breaks
+    plain = jax.jit(jax.vmap(chase))(chase_keys, obs, states)
+    assert (np.asarray(plain) != np.asarray(got)).any()  # the prediction changes some moves

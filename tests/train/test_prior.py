@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from train_testing import tiny_config, traced_train
 
+from ppage_jax import policies
 from ppage_jax.config import ConfigError
 from ppage_jax.train import make_train_config, mappo, pg, ppo
 from ppage_jax.train.evaluate import evaluate_episodes
@@ -30,9 +31,30 @@ def test_the_prior_adds_its_logit_on_the_baselines_action():
 
 
 def test_an_unknown_prior_is_refused_in_one_line():
-    allowed = r"prior = 'oracle': must be a string one of \['greedy'\] \(or null\)"
+    allowed = r"prior = 'oracle': must be a string one of \['greedy', 'intercept'\] \(or null\)"
     with pytest.raises(ConfigError, match=allowed):
         tiny_config("ippo", {"prior": "oracle"})
+
+
+def test_the_intercept_guide_is_the_intercept_chase_and_greedy_evade():
+    """``intercept`` (teacher or prior) gives predators the intercept chase's actions and
+    prey greedy evade's, each role from its own key stream (both roles learn here)."""
+    tc = make_train_config(
+        tiny_config("ippo", {"teacher": "intercept"}, **{"agents.preys.stamina": None})
+    )
+    env = tc.env
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(jax.random.PRNGKey(3), 16), env.default_params
+    )
+    key = jax.random.PRNGKey(9)
+    got = ppo.guide_actions(tc, "intercept", key, obs, state, env.default_params)
+    for i, (role, policy) in enumerate(
+        [("predator", policies.intercept_chase(env)), ("prey", policies.greedy_evade(env))]
+    ):
+        keys = jax.random.split(jax.random.fold_in(key, i), 16)
+        expected = jax.vmap(policy)(keys, obs, state)[:, tc.agents_of(role)]
+        np.testing.assert_array_equal(np.asarray(got[role]), np.asarray(expected))
+    assert set(np.asarray(got["predator"]).ravel().tolist()) <= {0, 1}  # towards the prey
 
 
 def with_prior_logit(tc, prior_logit: float):

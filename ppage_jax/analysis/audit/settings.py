@@ -58,8 +58,9 @@ class AuditSettings:
 
     episodes: int = 256
     seed: int = AUDIT_SEED
+    # The heuristics PPAGE users know; ``intercept`` can be asked for by name.
     policies: tuple[tuple[str, str], ...] = tuple(
-        itertools.product(PREDATOR_POLICIES, PREY_POLICIES)
+        itertools.product(("noop", "random", "chase"), PREY_POLICIES)
     )
     dominance: float = 0.9
     shaping_share: float = 0.5
