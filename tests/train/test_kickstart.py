@@ -26,7 +26,7 @@ def test_teacher_weight_anneals_linearly_over_its_share_of_the_steps():
 
 
 def test_an_unknown_teacher_is_refused_in_one_line():
-    allowed = r"teacher = 'oracle': must be a string one of \['greedy'\] \(or null\)"
+    allowed = r"teacher = 'oracle': must be a string one of \['greedy', 'intercept'\] \(or null\)"
     with pytest.raises(ConfigError, match=allowed):
         tiny_config("mappo", {"teacher": "oracle"})
 

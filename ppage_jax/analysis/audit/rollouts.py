@@ -50,20 +50,33 @@ def reward_variants(env: GridWorld, params: EnvParams) -> tuple[list[Variant], E
 _ROLLOUTS: dict[tuple, Any] = {}
 
 
-def rollout_program(env: GridWorld, variants: tuple[Variant, ...], episodes: int, turns: int):
+def rollout_program(
+    env: GridWorld,
+    variants: tuple[Variant, ...],
+    episodes: int,
+    turns: int,
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+):
     """The compiled rollout for this static structure, built once per structure (at most 8
-    kept): reward numbers are traced, so new weights or params reuse it."""
+    kept): reward numbers are traced, so new weights or params reuse it. ``names``: the
+    predator and the prey baselines it can play (indices into them pick a pair)."""
     static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
-    key = (static, env.reward_terms, variants, episodes, turns)
+    key = (static, env.reward_terms, variants, episodes, turns, names)
     if key not in _ROLLOUTS:
         if len(_ROLLOUTS) >= 8:
             _ROLLOUTS.pop(next(iter(_ROLLOUTS)))
-        _ROLLOUTS[key] = _make_rollout(env, variants, turns)
+        _ROLLOUTS[key] = _make_rollout(env, variants, turns, names)
     return _ROLLOUTS[key]
 
 
-def _make_rollout(env: GridWorld, variants: tuple[Variant, ...], turns: int):
-    """A jitted ``run(pred_idx, prey_idx, keys, params, stacked) -> dict``.
+def _make_rollout(
+    env: GridWorld,
+    variants: tuple[Variant, ...],
+    turns: int,
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+):
+    """A jitted ``run(pred_idx, prey_idx, keys, params, stacked) -> dict``, the indices into
+    ``names``' predator and prey baselines.
 
     Row 0 of the variant axis is ``params`` itself, row ``1 + v`` variant ``v``."""
     is_predator = jnp.asarray(env.is_predator)
@@ -79,8 +92,8 @@ def _make_rollout(env: GridWorld, variants: tuple[Variant, ...], turns: int):
     )
 
     def run(pred_idx, prey_idx, keys, params, stacked):
-        pred_fns = [f(env, params) for f in PREDATOR_POLICIES.values()]
-        prey_fns = [f(env, params) for f in PREY_POLICIES.values()]
+        pred_fns = [PREDATOR_POLICIES[name](env, params) for name in names[0]]
+        prey_fns = [PREY_POLICIES[name](env, params) for name in names[1]]
 
         def policy(key, obs, state):
             k_pred, k_prey = jax.random.split(key)
@@ -144,9 +157,11 @@ def audit_rollouts(
             "end); set one, e.g. --set env.termination.max_steps=500"
         )
     variants, stacked = reward_variants(env, params)
-    run = rollout_program(env, tuple(variants), settings.episodes, turns)
+    # Only the baselines the pairs use are compiled in.
+    pred_names = tuple(dict.fromkeys(pred for pred, _ in settings.policies))
+    prey_names = tuple(dict.fromkeys(prey for _, prey in settings.policies))
+    run = rollout_program(env, tuple(variants), settings.episodes, turns, (pred_names, prey_names))
     keys = episode_keys(settings.seed, settings.episodes)
-    pred_names, prey_names = list(PREDATOR_POLICIES), list(PREY_POLICIES)
     results = {}
     for pred, prey in settings.policies:
         out = run(
