@@ -262,15 +262,9 @@ def train(goal: Goal, args: argparse.Namespace) -> dict:
     played.update(untrained_played)
     chase = final["greedy BFS chase"]["rmst"]
     horizon = int(tc.env.default_params.max_steps)
+    chase_episodes = times_events(played["greedy BFS chase"])
     paired = {  # the layouts resampled together: x chase with a paired 95 % CI
-        name: rmst_ratio(
-            *(np.asarray(episodes[k]).reshape(-1) for k in ("episode_length", "captured")),
-            *(
-                np.asarray(played["greedy BFS chase"][k]).reshape(-1)
-                for k in ("episode_length", "captured")
-            ),
-            horizon,
-        )["ratio_ci"]
+        name: rmst_ratio(*times_events(episodes), *chase_episodes, horizon)["ratio_ci"]
         for name, episodes in played.items()
     }
     result = {
@@ -333,6 +327,11 @@ def write_gif(tc, runner, module, episodes: dict, final: dict, path: Path) -> di
     path.parent.mkdir(parents=True, exist_ok=True)
     write_frames(path, frames, fps=3.0)
     return {"path": str(path), "episode": j, "length": int(length[j])}
+
+
+def times_events(episodes: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Every played episode's length and whether it ended in a capture, flat."""
+    return tuple(np.asarray(episodes[k]).reshape(-1) for k in ("episode_length", "captured"))
 
 
 def paired_ci(r: dict, row_name: str) -> str:

@@ -41,6 +41,14 @@ def _check(times, events) -> tuple[np.ndarray, np.ndarray]:
     return t, e
 
 
+def _on_grid(times, events) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(grid, index, events)``: the distinct times, each episode's position in them and the
+    events, what :func:`_curves` reads for the full sample and for every resample."""
+    t, e = _check(times, events)
+    grid = np.unique(t)
+    return grid, np.searchsorted(grid, t), e
+
+
 def _curves(grid: np.ndarray, index: np.ndarray, events: np.ndarray) -> np.ndarray:
     """S at each ``grid`` time for one or many samples: ``index`` int[..., N] (grid position of
     each episode's time), ``events`` bool[..., N] -> float[..., K]."""
@@ -132,15 +140,14 @@ def survival_summary(
     be ``inf`` (the resampled curve never reached 0.5)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    t, e = _check(times, events)
-    grid = np.unique(t)
-    index = np.searchsorted(grid, t)
+    grid, index, e = _on_grid(times, events)
     surv = _curves(grid, index, e)
     out = {"km_median": float(_median(grid, surv)), "rmst": float(_rmst(grid, surv, horizon))}
     if reps > 0:
-        strata = np.zeros(t.size, np.int64) if strata is None else np.asarray(strata).reshape(-1)
-        if strata.size != t.size:
-            raise ValueError(f"strata has {strata.size} entries for {t.size} episodes")
+        n = index.size
+        strata = np.zeros(n, np.int64) if strata is None else np.asarray(strata).reshape(-1)
+        if strata.size != n:
+            raise ValueError(f"strata has {strata.size} entries for {n} episodes")
         picks = _resample(np.random.default_rng(seed), strata, reps)
         boot = _curves(grid, index[picks], e[picks])
         median = _interval(out["km_median"], _median(grid, boot), confidence, exact=True)
@@ -166,30 +173,21 @@ def rmst_ratio(
     (paired), so layout difficulty, shared by both policies, cancels out of the interval."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    pairs = [_check(times, events), _check(base_times, base_events)]
-    if pairs[0][0].size != pairs[1][0].size:
-        raise ValueError(
-            f"paired episodes need equal counts, got {pairs[0][0].size} and {pairs[1][0].size}"
+    top, bottom = _on_grid(times, events), _on_grid(base_times, base_events)
+    n = top[1].size
+    if bottom[1].size != n:
+        raise ValueError(f"paired episodes need equal counts, got {n} and {bottom[1].size}")
+
+    def ratio(picks: np.ndarray) -> np.ndarray:  # the same episode indices for both
+        top_mean, bottom_mean = (
+            _rmst(grid, _curves(grid, index[picks], e[picks]), horizon)
+            for grid, index, e in (top, bottom)
         )
-    grids = [np.unique(t) for t, _ in pairs]
-    index = [np.searchsorted(g, t) for g, (t, _) in zip(grids, pairs, strict=True)]
+        return top_mean / bottom_mean
 
-    def means(picks=None) -> list[np.ndarray]:
-        return [
-            _rmst(
-                g,
-                _curves(g, i if picks is None else i[picks], e if picks is None else e[picks]),
-                horizon,
-            )
-            for g, i, (_, e) in zip(grids, index, pairs, strict=True)
-        ]
-
-    top, bottom = means()
-    out = {"ratio": float(top / bottom)}
+    out = {"ratio": float(ratio(np.arange(n)))}
     if reps > 0:
-        rng = np.random.default_rng(seed)
-        picks = rng.integers(0, pairs[0][0].size, (reps, pairs[0][0].size))
-        top_b, bottom_b = means(picks)
-        ci = _interval(out["ratio"], top_b / bottom_b, confidence, exact=False)
+        picks = np.random.default_rng(seed).integers(0, n, (reps, n))
+        ci = _interval(out["ratio"], ratio(picks), confidence, exact=False)
         out["ratio_ci"] = [ci.low, ci.high]
     return out

@@ -182,6 +182,7 @@ TEACHERS = {
     "greedy": {"predator": "chase", "prey": "evade"},
     "intercept": {"predator": "intercept", "prey": "evade"},
 }
+GUIDE = Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}")  # or null
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,7 +212,7 @@ class IPPOHyperparams(EncoderHyperparams):
     )
     teacher: str | None = param(
         None,
-        Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}"),
+        GUIDE,
         "kickstarting: each learning role also imitates this baseline (greedy: the BFS chase "
         "for predators, greedy evade for prey; intercept: the intercept chase for predators, "
         "greedy evade for prey), weighted by teacher_coef; null: no teacher",
@@ -230,7 +231,7 @@ class IPPOHyperparams(EncoderHyperparams):
     )
     prior: str | None = param(
         None,
-        Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}"),
+        GUIDE,
         "residual policy: the actor's logits add prior_logit to this baseline's action "
         "(the teacher's names), so the policy reads the state as well as its observation and "
         "learns corrections to the baseline; null: none",

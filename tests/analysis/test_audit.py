@@ -54,6 +54,18 @@ def test_components_add_up_to_the_base_term(default_report):
             assert parts == pytest.approx(returns["base"], rel=1e-4, abs=1e-3), (p["name"], role)
 
 
+def test_intercept_is_audited_by_name_and_other_pairs_stay_the_same(default_env, default_report):
+    # The rollout compiles only the baselines the pairs name; the chase/evade episodes are the
+    # default audit's, and the intercept chase captures every one of them sooner on average.
+    pairs = (("intercept", "evade"), ("chase", "evade"))
+    report = audit_rewards(default_env, settings=AuditSettings(episodes=EPISODES, policies=pairs))
+    chase = policy(report, "chase/evade")
+    assert chase["rmst"] == policy(default_report, "chase/evade")["rmst"] == 14.8125
+    assert chase["returns"] == policy(default_report, "chase/evade")["returns"]
+    intercept = policy(report, "intercept/evade")
+    assert intercept["capture_rate"] == 1.0 and intercept["rmst"] == 8.1875
+
+
 def test_greedy_chase_captures_more_often_and_sooner_than_random(default_report):
     chase, rand = policy(default_report, "chase/evade"), policy(default_report, "random/evade")
     assert chase["capture_rate"] > rand["capture_rate"]
@@ -118,7 +130,10 @@ def test_ordering_violation_and_stalling_on_a_config_that_pays_for_distance(defa
     assert kinds(report, "stalling")
     static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
     assert static == default_env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
-    programs = [p for key, p in _ROLLOUTS.items() if key[0] == static]
+    names = tuple(
+        tuple(dict.fromkeys(pair[i] for pair in AuditSettings().policies)) for i in (0, 1)
+    )
+    programs = [p for key, p in _ROLLOUTS.items() if key[0] == static and key[-1] == names]
     assert len(programs) == 1 and programs[0]._cache_size() == 1
 
 
