@@ -2,7 +2,7 @@
 
 ``import ppage_jax`` loads the simulator core only (state, config, env, rewards,
 observations, wrappers, sharding, baseline policies). Everything built on it (episodes,
-pictures, training, audits, sweeps) resolves lazily on first use, so ``pj.render``,
+pictures, training, audits, sweeps, reward search) resolves lazily on first use, so ``pj.render``,
 ``pj.train`` or ``pj.run_sweep`` work without being imported up front.
 """
 
@@ -57,6 +57,8 @@ _LAZY: dict[str, str] = {
     "format_report": "ppage_jax.analysis.audit",
     "load_sweep": "ppage_jax.analysis.sweep",
     "run_sweep": "ppage_jax.analysis.sweep",
+    "load_search": "ppage_jax.analysis.search",
+    "search_rewards": "ppage_jax.analysis.search",
 }
 
 # Module paths of earlier releases, kept importable: old name -> where it lives now.

@@ -12,13 +12,15 @@ work starts and raise :class:`OutputError` with one line naming the path and the
 
 :func:`fault` is a testing hook: when the environment variable ``PPAGE_JAX_FAULT`` names a
 point (``chunk:2``, ``write:summary.json``, ...), the process sends itself SIGKILL there (or
-the signal after ``@``: ``chunk:2@INT``). The command line and the training and sweep
+the signal after ``@``: ``chunk:2@INT``), or raises the ``OSError`` of an errno name
+(``write:metrics.csv@ENOSPC``). The command line and the training and sweep
 drivers call it at the points the fault-injection tests kill.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -60,7 +62,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         os.chmod(tmp, _MODE)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
-        fault(f"write:{path.name}")
+        fault(f"write:{path.name}", path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -155,18 +157,101 @@ def check_output_file(path: str | os.PathLike, what: str = "output file") -> Pat
     return path
 
 
-def _fault_signal(point: str) -> int | None:
+LOCK_FILE = ".lock"
+
+
+class DirectoryLock:
+    """An exclusive lock on an output directory (``fcntl.flock`` on ``DIR/.lock``, holding
+    the writer's PID): one writer per run or sweep directory. The kernel drops the lock when
+    the process ends, so a crashed writer leaves no stale lock; :meth:`release` (or leaving
+    the ``with`` block) drops it and removes the file. A second writer gets
+    :class:`OutputError` naming the holder's PID."""
+
+    def __init__(self, directory: str | os.PathLike, what: str = "directory"):
+        self.directory = Path(directory)
+        self.path = self.directory / LOCK_FILE
+        self.what = what
+        self._fd: int | None = None
+
+    def acquire(self) -> DirectoryLock:
+        import fcntl
+
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as err:
+                raise OutputError(
+                    f"cannot lock {self.what} {self.directory}: {_reason(err)}"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise OutputError(
+                    f"{self.what} {self.directory} is in use by another ppage-jax process "
+                    f"(PID {holder}, lock {self.path}); wait for it to finish or stop it"
+                ) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # else the previous holder removed the file as we opened it: retry
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> DirectoryLock:
+        return self.acquire() if self._fd is None else self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def inside(parent: str | os.PathLike, name: str, what: str = "name") -> Path:
+    """``parent / name``, refused (:class:`OutputError`, one line) when ``name`` is absolute
+    or climbs out of ``parent`` (``..``, a link), so that no user text writes elsewhere."""
+    parent = Path(parent)
+    target = parent / name
+    if Path(name).is_absolute() or not target.resolve().is_relative_to(parent.resolve()):
+        raise OutputError(f"{what} {name!r} would write outside {parent}; refused")
+    return target
+
+
+def _fault_action(point: str) -> str | None:
     wanted = os.environ.get(FAULT_ENV)
     if not wanted:
         return None
-    name, _, sig = wanted.partition("@")
-    if name != point:
+    name, _, action = wanted.partition("@")
+    return (action or "KILL") if name == point else None
+
+
+def _fault_signal(point: str) -> int | None:
+    action = _fault_action(point)
+    if action is None or action.startswith("E"):
         return None
-    return int(getattr(signal, f"SIG{sig or 'KILL'}"))
+    return int(getattr(signal, f"SIG{action}"))
 
 
-def fault(point: str) -> None:
-    """Testing hook: signal this process now when ``PPAGE_JAX_FAULT`` names ``point``."""
+def fault(point: str, path: str | os.PathLike | None = None) -> None:
+    """Testing hook: when ``PPAGE_JAX_FAULT`` names ``point``, signal this process now
+    (``point@INT``; SIGKILL by default), or raise the ``OSError`` of an errno name
+    (``write:metrics.csv@ENOSPC``: a full disk) for ``path``."""
+    action = _fault_action(point)
+    if action is not None and action.startswith("E"):
+        code = getattr(errno, action)
+        raise OSError(code, os.strerror(code), None if path is None else str(path))
     sig = _fault_signal(point)
     if sig is not None:
         os.kill(os.getpid(), sig)

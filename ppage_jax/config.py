@@ -185,20 +185,27 @@ _ROLE = {
     "stamina": int_at_least(0, nullable=True, extra="; null means unlimited"),
 }
 
+# The rule for every name that becomes a file path or a table cell: agent name prefixes
+# (agents.naming), env.name, sweep arm names and tracked run names.
+NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+NAME_RULE = "of letters, digits, '_' or '-' starting with a letter (<= 64 characters)"
+
+
+def is_safe_name(value: Any) -> bool:
+    """True when ``value`` is a string that follows :data:`NAME_RULE` (no '/', '.', spaces
+    or control characters, so it is safe as one path part and as a table cell)."""
+    return isinstance(value, str) and NAME_PATTERN.fullmatch(value) is not None
+
+
 # Agents are named <prefix>_1, <prefix>_2, ... (agents.naming, PPAGE's keys).
-_NAME_PREFIX = Field(
-    str,
-    False,
-    lambda v: re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", v),
-    "of letters, digits, '_' or '-' starting with a letter (<= 64 characters)",
-)
+_NAME_PREFIX = Field(str, False, is_safe_name, NAME_RULE)
 
 # The schema of every section. A dict is a nested mapping with fixed keys; a Field is a leaf.
 # Open mappings (observation params, reward params, shaping list) are checked by the
 # registries through the validators registered with `register_validator`.
 CORE_SCHEMA: dict[str, Any] = {
     "env": {
-        "name": Field(str),
+        "name": Field(str, False, is_safe_name, NAME_RULE),
         "size": Field(
             int, False, lambda v: 2 <= v <= MAX_GRID_SIZE, f">= 2 and <= {MAX_GRID_SIZE}"
         ),
@@ -454,14 +461,28 @@ def _read_sections(path: Path, experiment: str | None = None):
 
 class ConfigLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that reads ``3e-4`` and ``1e6`` as floats (YAML 1.2), as PyYAML
-    does not: its YAML 1.1 float pattern needs a dot and a signed exponent."""
+    does not: its YAML 1.1 float pattern needs a dot and a signed exponent. YAML 1.1's
+    base-60 numbers are not numbers here: ``1:30`` is the string ``'1:30'`` (never 90), so
+    a numeric key given one is refused by its check."""
 
 
 _FLOAT_TAG = "tag:yaml.org,2002:float"
+_INT_TAG = "tag:yaml.org,2002:int"
 ConfigLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _FLOAT_TAG]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_FLOAT_TAG, _INT_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+ConfigLoader.add_implicit_resolver(
+    _INT_TAG,
+    re.compile(
+        r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0[0-7_]+
+    |[-+]?(?:0|[1-9][0-9_]*)
+    |[-+]?0x[0-9a-fA-F_]+)$""",
+        re.X,
+    ),
+    list("-+0123456789"),
+)
 ConfigLoader.add_implicit_resolver(
     _FLOAT_TAG,
     re.compile(
@@ -469,7 +490,6 @@ ConfigLoader.add_implicit_resolver(
      [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
     |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""",
         re.X,
@@ -509,6 +529,37 @@ def _alias_growth(root: yaml.Node) -> float:
     return sizes[id(root)] - len(sizes)
 
 
+def _check_unique_keys(root: yaml.Node, source: str) -> None:
+    """Refuse a mapping (at any depth) that gives one key twice: ConfigError naming the
+    file, the dotted key and both lines (PyYAML would keep the last silently)."""
+    stack: list[tuple[yaml.Node, str]] = [(root, "")]
+    seen_nodes: set[int] = set()
+    while stack:
+        node, prefix = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{prefix}[{i}]") for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                dotted = f"{prefix}.{key}" if prefix else str(key)
+                if key is not None and key_node.tag != "tag:yaml.org,2002:merge":
+                    line = key_node.start_mark.line + 1
+                    if key in first:
+                        raise ConfigError(
+                            source,
+                            dotted,
+                            key,
+                            f"duplicate key at line {line} (first given at line "
+                            f"{first[key]}); each key may appear once in a mapping",
+                        )
+                    first[key] = line
+                stack.append((value_node, dotted))
+
+
 def _yaml_problem(err: yaml.YAMLError) -> str:
     """PyYAML's error in one line: the problem and where (line and column, 1-based)."""
     mark = getattr(err, "problem_mark", None)
@@ -535,6 +586,7 @@ def load_yaml(text: str | bytes, source: str, key: str = "<yaml>", shown: Any = 
                 f"YAML aliases expand to too much ({growth} extra nodes; at most "
                 f"{MAX_ALIAS_NODES} are allowed and recursive aliases never are)",
             )
+        _check_unique_keys(node, source)
         return loader.construct_document(node)
     except yaml.YAMLError as err:
         raise ConfigError(source, key, shown, f"is not valid YAML: {_yaml_problem(err)}") from None
@@ -596,6 +648,13 @@ def _schema_at(dotted: str) -> Any:
 def _apply_overrides(data: dict, sources: dict, overrides: Mapping[str, Any]) -> None:
     """Apply dotted overrides; keys inside open mappings (``observations.params.radius``)
     are set in place. Then adjust what the overrides imply (see :func:`_implied_changes`)."""
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(
+            "overrides",
+            "<overrides>",
+            overrides,
+            "must be a mapping of dotted keys to values, e.g. {'env.size': 12}",
+        )
     observation_type = data["observations"]["type"]
     for dotted, value in overrides.items():
         source = f"override {_clip(str(dotted), 200)}={short_repr(value)}"
@@ -726,6 +785,17 @@ def _validate(data: dict, sources: Mapping[str, str]) -> None:
 
     walk(data, full_schema(), "")
     _validate_layout(data, fail)
+    threshold, n_prey = (
+        data["env"]["termination"]["capture_threshold"],
+        data["agents"]["preys"]["count"],
+    )
+    if threshold > n_prey:
+        fail(
+            "env.termination.capture_threshold",
+            threshold,
+            f"can never be reached: it counts captured prey, each prey is captured at most "
+            f"once, and there are {n_prey} (agents.preys.count); must be in [0, {n_prey}]",
+        )
     env = data["env"]
     if env["map"] is not None:
         # The map fixes the obstacles; the percentage reports its density (so a saved

@@ -23,6 +23,7 @@ from ppage_jax.observations import (
     make_observation,
 )
 from ppage_jax.rewards.compose import RewardComposer, term_entries
+from ppage_jax.rewards.registry import Choice
 from ppage_jax.sampling import distinct_sample
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State, Structure
 
@@ -38,6 +39,14 @@ LAYOUT_RULES = (
     "obstacles[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
     "positions[{i}] = {v}: the agent stands on an obstacle",
     "obstacles[{i}] = {v} shares its cell with another obstacle (obstacles must be distinct)",
+)
+
+
+# The input rules of `step` (concrete inputs: ValueError; `checked_step`: checkify).
+ACTION_RULE = "actions[{i}] = {v} is outside the action table (an action must lie in [0, {n}))"
+FINISHED_RULE = (
+    "this state's episode has ended ({how}) at turn {turn}; reset it (env.reset, "
+    "env.reset_to) or step through ppage_jax.wrappers.AutoResetEnv"
 )
 
 
@@ -235,8 +244,15 @@ class GridWorld:
                     f"unknown param {key!r} of term {term!r}; its params: {sorted(spec.params)}"
                 )
             declared = spec.params[key]
-            if isinstance(value, str):
+            if isinstance(declared, Choice):
+                if not isinstance(value, str) or value not in declared.options:
+                    raise ValueError(
+                        f"param {key!r} of term {term!r} = {value!r}: must be one of "
+                        f"{list(declared.options)}"
+                    )
                 value = declared.index(value)
+            elif isinstance(value, str):
+                raise ValueError(f"param {key!r} of term {term!r} = {value!r}: must be a number")
             else:
                 _finite_float32(f"param {key!r} of {term!r}", value)
             current[key] = jnp.asarray(value, current[key].dtype)
@@ -469,11 +485,9 @@ class GridWorld:
         unit = jnp.where(runs, self.composer.substep_unit(state, after, events, params.reward), 0.0)
         return after, unit_terms + unit
 
-    def _actions(self, actions: jax.Array) -> jax.Array:
-        """int32[A] table rows: integer actions outside the table (any width) become the no-op.
-
-        A non-integer dtype or a shape other than (A,) is refused (both are static).
-        """
+    def _action_array(self, actions: Any) -> Any:
+        """``actions`` as an array after the static checks: an integer dtype (of any width)
+        and the shape (A,); TypeError / ValueError otherwise, also at trace time."""
         if not isinstance(actions, jax.Array):
             actions = np.asarray(actions)
         expected = (
@@ -484,10 +498,100 @@ class GridWorld:
             raise TypeError(f"step: actions must be {expected}; got dtype {actions.dtype}")
         if actions.shape != (self.num_agents,):
             raise ValueError(f"step: actions must be {expected}; got shape {tuple(actions.shape)}")
-        # Compare in the actions' own width, before any cast can wrap them into the table.
-        xp = np if isinstance(actions, np.ndarray) else jnp
+        return actions
+
+    def _action_fault(self, actions: Any) -> tuple[str | None, Any]:
+        """For concrete actions: ``(the broken ACTION_RULE or None, the actions as int32 with
+        out-of-range ones replaced by the no-op)``, compared in the actions' own width, before
+        any cast to int32 could wrap them into the table."""
+        host = np.asarray(actions)
+        bad = (host < 0) | (host >= self.num_actions)
+        fault = None
+        if bad.any():
+            i = int(np.argmax(bad))
+            fault = ACTION_RULE.format(i=i, v=int(host[i]), n=self.num_actions) + (
+                f" ({self.agent_names[i]}; {self.action_type}, whose no-op is {self.noop_action})"
+            )
+        return fault, np.where(bad, self.noop_action, host).astype(np.int32)
+
+    def _actions(self, actions: Any) -> jax.Array:
+        """int32[A] table rows. Concrete actions outside ``[0, num_actions)`` are refused
+        (ValueError naming the first); traced ones (``jit``, ``vmap``) become the no-op
+        (:meth:`checked_step` reports them)."""
+        actions = self._action_array(actions)
+        if not isinstance(actions, jax.core.Tracer):
+            fault, rows = self._action_fault(actions)
+            if fault is not None:
+                raise ValueError(f"step: {fault}")
+            return jnp.asarray(rows)
         valid = (actions >= 0) & (actions < self.num_actions)
-        return jnp.asarray(xp.where(valid, actions, self.noop_action).astype(np.int32))
+        return jnp.where(valid, actions, self.noop_action).astype(jnp.int32)
+
+    def _check_running(self, state: State) -> None:
+        """Refuse (ValueError) to step a concrete state whose episode has ended; a traced
+        one steps on (:meth:`checked_step` reports it)."""
+        flags = (state.terminated, state.truncated, state.turn)
+        if any(isinstance(x, jax.core.Tracer) for x in flags):
+            return
+        terminated = bool(np.asarray(state.terminated))
+        truncated = bool(np.asarray(state.truncated))
+        if terminated or truncated:
+            how = " and ".join(
+                w for w, on in (("terminated", terminated), ("truncated", truncated)) if on
+            )
+            raise ValueError(
+                "step: " + FINISHED_RULE.format(how=how, turn=int(np.asarray(state.turn)))
+            )
+
+    def checked_step(
+        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
+    ) -> tuple[checkify.Error, StepResult]:
+        """:meth:`step` with its input rules checked on traced inputs too (``jit``, ``vmap``),
+        through ``jax.experimental.checkify``: an action outside ``[0, num_actions)`` and a
+        state whose episode has ended (terminated or truncated). Returns ``(error, (obs,
+        state, reward, terminated, truncated, info))``; ``error.throw()`` raises the first
+        broken rule, ``error.get()`` returns it or None. The step itself is what ``step``
+        does under ``jit``: an out-of-range action is the no-op, a finished state steps on.
+
+        Concrete actions are checked in their own width. Under ``jit`` with
+        ``jax_enable_x64`` off, JAX casts an int64 host array to int32 at the ``jit``
+        boundary, before this method sees it (``2**32`` arrives as 0, a move): pass int32
+        actions into jitted code.
+        """
+        actions = self._action_array(actions)
+        fault = None
+        if not isinstance(actions, jax.core.Tracer):
+            fault, actions = self._action_fault(actions)
+        checked = functools.partial(self._step_checked, fault=fault)
+        return checkify.checkify(checked)(key, state, actions, params)
+
+    def _step_checked(self, key, state, actions, params, *, fault: str | None):
+        if fault is not None:  # found on the concrete actions, in their own width
+            checkify.check(
+                jnp.asarray(False), "step: " + fault.replace("{", "{{").replace("}", "}}")
+            )
+        actions = jnp.asarray(actions)
+        bad = (actions < 0) | (actions >= self.num_actions)
+        i = jnp.argmax(bad)
+        checkify.check(
+            ~bad.any(),
+            "step: " + ACTION_RULE.format(i="{i}", v="{v}", n=self.num_actions),
+            i=i,
+            v=actions[i],
+        )
+        terminated = jnp.asarray(state.terminated, bool)
+        truncated = jnp.asarray(state.truncated, bool)
+        checkify.check(
+            ~(terminated | truncated),
+            "step: "
+            + FINISHED_RULE.format(
+                how="terminated {terminated}, truncated {truncated}", turn="{turn}"
+            ),
+            terminated=terminated,
+            truncated=truncated,
+            turn=state.turn,
+        )
+        return self._step(key, state, actions, params, check=False)
 
     def step(
         self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
@@ -500,10 +604,25 @@ class GridWorld:
         unweighted, so ``reward_terms == reward_terms_unit * weights`` even for zero weights),
         ``info["captured"]`` bool[A], ``info["captures"]`` (prey captured this turn) and
         ``info["captures_total"]`` (this episode so far).
+
+        Concrete inputs are checked: an action outside ``[0, num_actions)`` (in its own
+        integer width) and a state whose episode has ended raise ValueError. Traced ones are
+        not (an out-of-range action is the no-op, a finished state steps on as in PPAGE); use
+        :meth:`checked_step` for that inside ``jit``.
         """
+        return self._step(key, state, actions, params, check=True)
+
+    def _step(self, key, state, actions, params, *, check: bool) -> StepResult:
         del key  # the dynamics are deterministic; the key is part of the API
         params = self._params(params)
-        directions = jnp.asarray(self.action_table)[self._actions(actions)]
+        if check:
+            self._check_running(state)
+            rows = self._actions(actions)
+        else:  # checked_step reported them; out-of-range traced actions are the no-op
+            actions = self._action_array(actions)
+            valid = (actions >= 0) & (actions < self.num_actions)
+            rows = jnp.where(valid, actions, self.noop_action).astype(jnp.int32)
+        directions = jnp.asarray(self.action_table)[rows]
         moves = (directions != 0).any(axis=1)
         budget = jnp.where(moves, jnp.minimum(params.speeds, state.stamina), 0)
 

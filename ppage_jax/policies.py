@@ -38,13 +38,12 @@ def random_policy(env: GridWorld) -> Policy:
 
 
 # ------------------------------------------------------------------ shortest-path baselines
-def _neighbour_table(size: int, directions: np.ndarray) -> np.ndarray:
-    """int32[size*size, D]: the flat cell reached from each cell by each direction (per-axis
-    clip to the grid, as the move stage does)."""
-    ys, xs = np.divmod(np.arange(size * size), size)
-    nx = np.clip(xs[:, None] + directions[None, :, 0], 0, size - 1)
-    ny = np.clip(ys[:, None] + directions[None, :, 1], 0, size - 1)
-    return (ny * size + nx).astype(np.int32)
+def _shifted(grid: jax.Array, dx: int, dy: int, fill: int) -> jax.Array:
+    """``grid`` read one move (dx, dy) away: out[y, x] = grid[y + dy, x + dx], ``fill`` off
+    the grid."""
+    size = grid.shape[0]
+    padded = jnp.pad(grid, 1, constant_values=fill)
+    return lax.dynamic_slice(padded, (1 + dy, 1 + dx), (size, size))
 
 
 def bfs_distances(env: GridWorld, obstacle_map: jax.Array, sources: jax.Array) -> jax.Array:
@@ -54,29 +53,28 @@ def bfs_distances(env: GridWorld, obstacle_map: jax.Array, sources: jax.Array) -
     blocking is on, get ``H*W``.
 
     A multi-source breadth-first search as a ``lax.while_loop`` of relaxations over the whole
-    grid; jittable and vmappable.
+    grid, each a minimum over the grid shifted by every move (a move off the grid stays put
+    and can never shorten a path); jittable and vmappable.
     """
     size = env.layout.size
-    cells = size * size
-    unreachable = jnp.int32(cells)
-    neighbours = jnp.asarray(_neighbour_table(size, np.asarray(env.action_table)))
-    sources = sources.reshape(-1)
-    if env.layout.block_agents_by_obstacles:
-        allowed = ~obstacle_map.reshape(-1)[neighbours]  # [cells, D]
-    else:
-        allowed = jnp.ones(neighbours.shape, bool)
+    unreachable = jnp.int32(size * size)
+    moves = sorted({(int(dx), int(dy)) for dx, dy in np.asarray(env.action_table)} - {(0, 0)})
+    blocked = obstacle_map if env.layout.block_agents_by_obstacles else None
 
     def relax(carry):
         dist, _ = carry
-        via = jnp.where(allowed, dist[neighbours] + 1, unreachable).min(axis=1)
-        new = jnp.where(sources, 0, jnp.minimum(dist, via))
+        enterable = dist if blocked is None else jnp.where(blocked, unreachable, dist)
+        via = enterable
+        for dx, dy in moves:  # static: the action table's directions
+            via = jnp.minimum(via, _shifted(enterable, dx, dy, size * size))
+        new = jnp.where(sources, 0, jnp.minimum(dist, via + 1))
         return new, (new != dist).any()
 
     start = jnp.where(sources, 0, unreachable).astype(jnp.int32)
     dist, _ = lax.while_loop(lambda c: c[1], relax, (start, jnp.bool_(True)))
-    if env.layout.block_agents_by_obstacles:  # no agent can stand on an obstacle
-        dist = jnp.where(obstacle_map.reshape(-1), unreachable, dist)
-    return dist.reshape(size, size)
+    if blocked is not None:  # no agent can stand on an obstacle
+        dist = jnp.where(blocked, unreachable, dist)
+    return dist
 
 
 def _action_scores(

@@ -77,7 +77,8 @@ PARAM_NOTICES = {
     "log_interval": f"every update is a row of metrics.csv in {_RUN_DIR}",
     "debug_first_episode": "watch an episode with ppage-jax render instead",
     "cql_alpha": "PPAGE reads it nowhere either; the Q-learning step size is alpha",
-    "greedy_eval": "evaluation here is always greedy (ppage-jax evaluate)",
+    "greedy_eval": "evaluation here plays value-based policies greedily and stochastic ones "
+    "sampled, with a trained_greedy row beside (ppage-jax evaluate)",
 }
 # PPAGE hyperparameters that live at the experiment level here.
 MOVED_PARAMS = ("episodes", "seed")
@@ -166,6 +167,14 @@ def read_directory(directory: Path, experiment: str | None, load: Loader) -> Tra
                 f"{[s + '.yaml' for s in SECTIONS]} or experiment_<algo>.yaml",
             )
         section = _SECTION_FILES[file.name]
+        twin = next((f for f, s, _ in bodies if s == section), None)
+        if twin is not None:
+            raise ConfigError(
+                str(file),
+                "<file>",
+                file.name,
+                f"section {section!r} is already given by {twin.name}; keep one file per section",
+            )
         bodies.append((file, section, _single_section(file, load(file), section)))
     legacy = False
     if chosen is not None:

@@ -81,7 +81,7 @@ OBSERVATION_RULES = (
     "jit",
     "vmap",
 )
-MUST_PASS = ("runs", "builds")  # every other rule can be skipped
+MUST_PASS = ("runs", "builds", "finite")  # every other rule can be skipped
 DEFAULT_ENV = {
     "env.size": 5,
     "env.obstacle_percentage": 12.0,  # floor(0.12 * 25) = 3 obstacles

@@ -46,7 +46,24 @@ TINY_RUN = {
 }
 RUN_UPDATES = 16
 
-# Two arms x two seeds of IQL, one run per compiled chunk (four chunks).
+# The tiny run (with write_run_config), built to be hacked: predators paid for distance from
+# a prey fixed between them (the reward-hacking monitor flags it at 15,360 env steps).
+HACKED = {
+    "env": {"starts": [[1, 2], [3, 2], [2, 2]]},
+    "rewards": {"shaping": [{"name": "predator_distance", "weight": -5.0}]},
+}
+HACKED_EXPERIMENT = {
+    "algorithm": {"name": "ippo", "params": {"learning_rate": 1e-4}},
+    "seed": 0,
+    "num_seeds": 1,
+    "num_envs": 16,
+    "total_timesteps": 40_000,
+    "roles": {"predators": "learn", "preys": "noop"},
+    "checkpoint_every": None,
+}
+
+# Two arms x two seeds of IQL, one run per compiled chunk (four chunks); no audit stage
+# (tests/analysis/test_sweep.py covers it).
 TINY_SWEEP = {
     "config": str(REPO / "configs/ablation/both"),
     "set": {
@@ -63,6 +80,7 @@ TINY_SWEEP = {
     "seeds": 2,
     "chunk_size": 1,
     "eval": {"episodes": 6},
+    "audit": False,
 }
 SWEEP_CHUNKS = 4
 

@@ -21,9 +21,11 @@ import ppage_jax as pj
 
 SHAPING = (
     "predator_distance",
+    "predator_closeness",
     "survival",
     "prey_distance",
     "capture_proximity",
+    "prey_in_range",
     "potential_distance",
     "potential_prey_distance",
 )
@@ -44,7 +46,7 @@ SHAPE_A = dict(
         "agents.predators.count": 3,
         "agents.preys.count": 2,
         "agents.preys.speed": 1,
-        "env.termination.capture_threshold": 5,
+        "env.termination.capture_threshold": 2,  # both prey (the most a threshold may be)
     },
 )
 SHAPE_B = dict(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ppage_jax.bench.throughput import (
     first_step_seconds,
     peak_memory_bytes,
 )
-from ppage_jax.config import load_config
+from ppage_jax.config import ConfigNotice, load_config
 from ppage_jax.env import make
 
 
@@ -239,7 +240,10 @@ def training_throughput(
                 "experiment.episodes": None,
                 "experiment.total_timesteps": 1,
             }
-            per_update = make_train_config(load_config(TRAINING_CONFIG, base)).env_steps_per_update
+            with warnings.catch_warnings():  # a one-step budget, only to read the update size
+                warnings.simplefilter("ignore", ConfigNotice)
+                probe = make_train_config(load_config(TRAINING_CONFIG, base))
+            per_update = probe.env_steps_per_update
             tc = make_train_config(
                 load_config(
                     TRAINING_CONFIG, {**base, "experiment.total_timesteps": per_update * updates}

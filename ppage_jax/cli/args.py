@@ -57,6 +57,21 @@ def positive_float(text: str) -> float:
     return value
 
 
+def float_in(low: float, high: float) -> Callable[[str], float]:
+    """A finite number in ``[low, high]``."""
+
+    def parse(text: str) -> float:
+        value = positive_float(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number in [{low:g}, {high:g}], got {text!r}"
+            )
+        return value
+
+    parse.__name__ = f"number in [{low:g}, {high:g}]"
+    return parse
+
+
 def output_file(text: str) -> str:
     """A file path to write later: not a directory, in an existing writable directory."""
     try:

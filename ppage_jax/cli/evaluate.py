@@ -1,6 +1,8 @@
 """Reload a run directory's checkpoint and evaluate it on held-out seeds beside baselines
 (the run's eval block unless --episodes/--seed/--max-steps say otherwise); print the tables
-and rewrite the run's capture_curves.png (docs/evaluation.md explains the metrics)."""
+and rewrite the run's capture_curves.png. Under a changed config (--set, or another eval
+block) nothing of the run is rewritten: the curves, the config evaluated and the results go
+to RUN_DIR/eval-<config hash>/ (docs/evaluation.md explains the metrics)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.artifacts import OutputError, prepare_output_dir
+from ppage_jax.artifacts import OutputError, prepare_output_dir, write_json, write_text
 from ppage_jax.cli.args import positive_int, seed_number
 from ppage_jax.config import Config, load_config, parse_override
 from ppage_jax.state import EnvParams
@@ -84,8 +86,10 @@ def main(args: argparse.Namespace) -> int:
             overrides[f"experiment.eval.{key}"] = value
     if not (run_dir / report.CONFIG_FILE).is_file():
         raise OutputError(f"{run_dir} is not a run directory (no {report.CONFIG_FILE})")
-    prepare_output_dir(run_dir, "run directory")  # capture_curves.png is rewritten there
-    config = load_config(run_dir / report.CONFIG_FILE, overrides)
+    own = load_config(run_dir / report.CONFIG_FILE)
+    config = own.with_overrides(overrides) if overrides else own
+    out_dir = evaluation_dir(run_dir, own, config)
+    prepare_output_dir(out_dir, "evaluation directory")  # capture_curves.png goes there
     tc = make_train_config(config)
     try:
         policies = load_checkpoint(run_dir / report.CHECKPOINT_FILE, tc)
@@ -94,9 +98,34 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if not args.json:
         print(f"{run_dir}: {tc.algorithm}")
+    if out_dir != run_dir:
+        write_text(
+            out_dir / EVALUATED_CONFIG_FILE,
+            f"# config evaluated (hash {config.hash()}); the run's own is ../"
+            f"{report.CONFIG_FILE} (hash {own.hash()})\n" + config.to_yaml(),
+        )
+        print(
+            f"the config differs from the run's own (hash {config.hash()} vs {own.hash()}): "
+            f"results go to {out_dir}, the run's artefacts are left as they are",
+            file=sys.stderr if args.json else sys.stdout,
+        )
     evaluation = run_evaluation(
-        run_dir, config, tc, policies, tc.env.default_params, quiet=args.json
+        out_dir, config, tc, policies, tc.env.default_params, quiet=args.json
     )
+    if out_dir != run_dir:
+        write_json(out_dir / EVALUATION_FILE, report._clean(evaluation), indent=2)
     if args.json:
         print(json.dumps(report._clean(evaluation), indent=2))
     return 0
+
+
+EVALUATED_CONFIG_FILE = "evaluated_config.yaml"
+EVALUATION_FILE = "evaluation.json"
+
+
+def evaluation_dir(run_dir: Path, own: Config, config: Config) -> Path:
+    """Where an evaluation of ``run_dir`` writes: the run directory itself under the run's own
+    config, else ``run_dir/eval-<config hash>`` (never over the run's own artefacts)."""
+    if config.hash() == own.hash():
+        return run_dir
+    return run_dir / f"eval-{config.hash()}"

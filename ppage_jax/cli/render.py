@@ -13,11 +13,18 @@ from pathlib import Path
 import jax
 
 from ppage_jax.artifacts import check_output_file, prepare_output_dir
-from ppage_jax.cli.args import int_at_least, positive_float, positive_int, seed_number
+from ppage_jax.cli.args import float_in, int_at_least, positive_int, seed_number
 from ppage_jax.cli.main import add_config_arguments, load_cli_config
 from ppage_jax.env import make
 from ppage_jax.viz.frames import DEFAULT_CELL_PX, render_episode, write_gif
 from ppage_jax.viz.inspector import write_episode_html
+
+# A GIF stores each frame's time in hundredths of a second (at most 655.35 s; the last
+# frame is held 5 times as long); pixels per cell and a frame's side are capped so that a
+# typo never asks for gigabytes of frames.
+MIN_FPS, MAX_FPS = 0.01, 100.0
+MAX_CELL_PX = 256
+MAX_FRAME_PX = 4096
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,15 +53,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fps",
-        type=positive_float,
+        type=float_in(MIN_FPS, MAX_FPS),
         default=4.0,
-        help="frames per second (4; the page's initial playback speed)",
+        help=f"frames per second, {MIN_FPS:g} to {MAX_FPS:g} (4; the page's initial playback "
+        f"speed; a GIF stores frame times in hundredths of a second)",
     )
     parser.add_argument(
         "--cell-px",
-        type=int_at_least(8),
+        type=int_at_least(8, MAX_CELL_PX),
         default=DEFAULT_CELL_PX,
-        help=f"pixels per grid cell of the GIF ({DEFAULT_CELL_PX})",
+        help=f"pixels per grid cell of the GIF, 8 to {MAX_CELL_PX} ({DEFAULT_CELL_PX}); a "
+        f"frame side (env.size x cell px) may be at most {MAX_FRAME_PX}",
     )
 
 
@@ -62,11 +71,26 @@ def main(args: argparse.Namespace) -> int:
     prepare_output_dir(Path(args.out).parent, "--out directory")  # OutputError: exit 2
     check_output_file(args.out, "--out")
     config = load_cli_config(args)
+    size = config["env"]["size"]
+    side = size * args.cell_px
+    if side > MAX_FRAME_PX and Path(args.out).suffix.lower() not in (".html", ".htm"):
+        print(
+            f"ppage-jax render: --cell-px {args.cell_px} makes {side} px frames for a "
+            f"{size}x{size} grid; a frame side may be at most {MAX_FRAME_PX} px (use "
+            f"--cell-px {max(8, MAX_FRAME_PX // size)} or less)",
+            file=sys.stderr,
+        )
+        return 2
     env = make(config)
     policy, source = None, "random actions"
     if args.run is not None:
+        from ppage_jax.train.checkpoint import NonFiniteCheckpointError
+
         try:
             policy, source = run_policy(config, env, Path(args.run))
+        except NonFiniteCheckpointError as err:  # no other config would help
+            print(f"ppage-jax render: {err}", file=sys.stderr)
+            return 2
         except (OSError, ValueError) as err:  # missing files, checkpoints that do not fit
             print(
                 f"ppage-jax render: {err}\n(to render a run with the config it was trained "

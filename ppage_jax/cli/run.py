@@ -26,7 +26,13 @@ import numpy as np
 from tqdm import tqdm
 
 from ppage_jax import distributed
-from ppage_jax.artifacts import OutputError, fault, prepare_output_dir, remove_partial_files
+from ppage_jax.artifacts import (
+    DirectoryLock,
+    OutputError,
+    fault,
+    prepare_output_dir,
+    remove_partial_files,
+)
 from ppage_jax.cli.evaluate import run_evaluation
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.cli.main import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_arguments, load_cli_config
@@ -76,14 +82,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     distributed.add_arguments(parser)
 
 
-def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
-    """``(run_dir, config, resuming)``: a new run directory (refused when it holds a run,
-    unless --overwrite) or the one to resume; :class:`OutputError` (one line) otherwise."""
+def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool, DirectoryLock]:
+    """``(run_dir, config, resuming, lock)``: a new run directory (refused when it holds a
+    run, unless --overwrite) or the one to resume, locked for this process (a second writer
+    is refused, naming this one's PID); :class:`OutputError` (one line) otherwise."""
     if args.resume is None:
         if args.config is None:
             raise OutputError("give CONFIG_DIR to start a run, or --resume RUN_DIR to continue one")
         config = load_cli_config(args)
-        return report.prepare_run_dir(config, args.out, args.overwrite), config, False
+        run_dir, lock = report.prepare_run_dir(config, args.out, args.overwrite)
+        return run_dir, config, False, lock
     given = [
         flag
         for flag, value in (
@@ -104,11 +112,16 @@ def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
     if not (run_dir / report.CONFIG_FILE).is_file():
         raise OutputError(f"{run_dir} is not a run directory (no {report.CONFIG_FILE})")
     prepare_output_dir(run_dir, "run directory")
-    remove_partial_files(run_dir)
-    return run_dir, load_config(run_dir / report.CONFIG_FILE), True
+    lock = DirectoryLock(run_dir, "run directory").acquire()
+    try:
+        remove_partial_files(run_dir)
+        return run_dir, load_config(run_dir / report.CONFIG_FILE), True, lock
+    except BaseException:
+        lock.release()
+        raise
 
 
-def open_shared_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
+def open_shared_run(args: argparse.Namespace) -> tuple[Path, Config, bool, DirectoryLock | None]:
     """:func:`open_run` on process 0; the other processes get its run directory (and load
     the same config) or its refusal."""
     if not distributed.is_initialized():  # one process
@@ -129,14 +142,25 @@ def open_shared_run(args: argparse.Namespace) -> tuple[Path, Config, bool]:
         return opened
     run_dir = Path(found["run_dir"])
     if found["resuming"]:
-        return run_dir, load_config(run_dir / report.CONFIG_FILE), True
-    return run_dir, load_cli_config(args), False
+        return run_dir, load_config(run_dir / report.CONFIG_FILE), True, None
+    return run_dir, load_cli_config(args), False, None
 
 
 def main(args: argparse.Namespace) -> int:
     distributed.initialize_from_args(args)  # before any JAX work
+    run_dir, config, resuming, lock = open_shared_run(args)
+    try:
+        return train_and_report(args, run_dir, config, resuming)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def train_and_report(
+    args: argparse.Namespace, run_dir: Path, config: Config, resuming: bool
+) -> int:
+    """Train (or resume) the run in ``run_dir``, evaluate it and write its artifacts."""
     lead = distributed.is_writer()
-    run_dir, config, resuming = open_shared_run(args)
     tc = make_train_config(config)
     env, exp = tc.env, config["experiment"]
     if jax.process_count() > 1 and exp["num_seeds"] % jax.device_count():  # seeds are split
@@ -352,6 +376,11 @@ def finish(
         f"{result.seconds:.1f} s of training)"
     )
     print(f"\nrun directory: {run_dir}")
+    if args.strict and not exp["monitor"]["enabled"]:
+        print(
+            "--strict: nothing was checked, the reward-hacking monitor is disabled "
+            "(experiment.monitor.enabled: false)"
+        )
     if args.strict and recorder.monitor.flags:
         print("--strict: the reward-hacking monitor flagged this run (exit status 3)")
         return 3

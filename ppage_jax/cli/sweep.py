@@ -14,6 +14,7 @@ every process's devices and only process 0 writes the output directory (docs/sca
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, p
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
-from ppage_jax.artifacts import OutputError
+from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
 from ppage_jax.cli.args import positive_int
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.cli.main import EXIT_BAD_INPUT
@@ -183,10 +184,19 @@ def main(args: argparse.Namespace) -> int:
     if lead:
         print(
             f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
-            f"{list(spec.terms)}, baseline {spec.baseline}",
+            f"{list(spec.terms)}, baseline {', '.join(spec.baselines or (spec.baseline,))}",
             file=sys.stderr,
         )
-    with StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop:
+    # one writer per sweep directory: a second one is refused, naming this one's PID
+    lock = (
+        DirectoryLock(prepare_output_dir(spec.output_dir, "sweep directory"), "sweep directory")
+        if lead
+        else contextlib.nullcontext()
+    )
+    with (
+        lock,
+        StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop,
+    ):
         summary = run_sweep(
             spec,
             progress=not args.no_progress,

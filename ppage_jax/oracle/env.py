@@ -133,6 +133,19 @@ def predator_distance_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np
     return raw
 
 
+def predator_closeness_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
+    """Predators: +(1 - d / (2 (size - 1))), d the distance to the nearest uncaptured prey;
+    0 when none is left."""
+    n_agents = len(ctx.is_predator)
+    raw = np.zeros(n_agents, dtype=np.float64)
+    alive_prey = [j for j in range(n_agents) if not ctx.is_predator[j] and not ctx.captured[j]]
+    span = 2.0 * max(ctx.size - 1, 1)
+    for i in range(n_agents):
+        if ctx.is_predator[i] and alive_prey:
+            raw[i] = 1.0 - _nearest(ctx.positions, i, alive_prey) / span
+    return raw
+
+
 def survival_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
     """+1 to each prey still uncaptured after the sub-step; predators get 0."""
     n_agents = len(ctx.is_predator)
@@ -188,14 +201,33 @@ def capture_proximity_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np
     return raw
 
 
+_IN_RANGE_DEFAULTS = {"near": 2.0, "far": 4.0}
+
+
+def prey_in_range_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
+    """Predators: +1 while the nearest uncaptured prey is ``near`` to ``far`` cells away
+    (inclusive); others, and everyone once no prey is left, 0."""
+    p = {**_IN_RANGE_DEFAULTS, **params}
+    n_agents = len(ctx.is_predator)
+    raw = np.zeros(n_agents, dtype=np.float64)
+    alive_prey = [j for j in range(n_agents) if not ctx.is_predator[j] and not ctx.captured[j]]
+    for i in range(n_agents):
+        if ctx.is_predator[i] and alive_prey:
+            d = _nearest(ctx.positions, i, alive_prey)
+            raw[i] = 1.0 if p["near"] <= d <= p["far"] else 0.0
+    return raw
+
+
 TermFn = Callable[[SubstepContext, Mapping[str, Any]], np.ndarray]
 
 REWARD_TERMS: dict[str, TermFn] = {
     "base": base_term,
     "predator_distance": predator_distance_term,
+    "predator_closeness": predator_closeness_term,
     "survival": survival_term,
     "prey_distance": prey_distance_term,
     "capture_proximity": capture_proximity_term,
+    "prey_in_range": prey_in_range_term,
 }
 """Registry of per-sub-step reward terms: name -> fn(ctx, params) -> unweighted float64[A]."""
 
@@ -245,9 +277,11 @@ the state before the turn and ``s'`` the state after it; phi is zeroed on termin
 _TERM_PARAMS: dict[str, frozenset] = {
     "base": frozenset(_BASE_DEFAULTS),
     "predator_distance": frozenset(),
+    "predator_closeness": frozenset(),
     "survival": frozenset(),
     "prey_distance": frozenset(),
     "capture_proximity": frozenset(_PROXIMITY_DEFAULTS),
+    "prey_in_range": frozenset(_IN_RANGE_DEFAULTS),
     "potential_distance": frozenset(),
     "potential_prey_distance": frozenset(),
 }

@@ -116,6 +116,20 @@ def term_value(
     )
 
 
+def _checked_column(spec: TermSpec, value: Any, num_agents: int) -> jax.Array:
+    """``value`` as the composer uses it; a term of another shape than float32[A] is refused
+    with a ValueError naming the term and the shape (static: raised once, at trace time)."""
+    shape = tuple(getattr(value, "shape", ()))
+    if shape != (num_agents,):
+        kind = "potential" if spec.potential else "reward term"
+        raise ValueError(
+            f"{kind} {spec.name!r} returned shape {shape}; a term must return float32"
+            f"[{num_agents}] (one value per agent, predators first); check it with "
+            f"ppage_jax.testing.check_reward_term"
+        )
+    return value
+
+
 class RewardComposer:
     """Static structure of the reward: the ordered term names and their functions."""
 
@@ -167,12 +181,20 @@ class RewardComposer:
         self, prev: State, state: State, events: CaptureEvents, params: RewardParams
     ) -> jax.Array:
         """float32[A, T]: role-masked raw term values of one sub-step, per unit weight."""
-        is_predator, size = jnp.asarray(self._is_predator), self.layout.size
+        is_predator, size, n = (
+            jnp.asarray(self._is_predator),
+            self.layout.size,
+            self.layout.num_agents,
+        )
         columns = [
-            jnp.zeros(self.layout.num_agents, jnp.float32)
+            jnp.zeros(n, jnp.float32)
             if spec.potential
-            else term_value(
-                spec, prev, state, events, is_predator, params.term_params[spec.name], size
+            else _checked_column(
+                spec,
+                term_value(
+                    spec, prev, state, events, is_predator, params.term_params[spec.name], size
+                ),
+                n,
             )
             for spec in self.specs
         ]
@@ -180,9 +202,19 @@ class RewardComposer:
 
     def potentials(self, state: State, params: RewardParams) -> jax.Array:
         """float32[A, T]: phi(state) of each potential term (0 for the other terms)."""
-        is_predator, size = jnp.asarray(self._is_predator), self.layout.size
+        is_predator, size, n = (
+            jnp.asarray(self._is_predator),
+            self.layout.size,
+            self.layout.num_agents,
+        )
         columns = [
-            term_value(spec, state, state, None, is_predator, params.term_params[spec.name], size)
+            _checked_column(
+                spec,
+                term_value(
+                    spec, state, state, None, is_predator, params.term_params[spec.name], size
+                ),
+                n,
+            )
             if spec.potential
             else jnp.zeros(self.layout.num_agents, jnp.float32)
             for spec in self.specs

@@ -32,6 +32,36 @@ def predator_distance(ctx: RewardContext) -> jax.Array:
     return jnp.where(ctx.is_predator, -nearest, 0).astype(jnp.float32)
 
 
+@register_reward("predator_closeness", applies_to="predator")
+def predator_closeness(ctx: RewardContext) -> jax.Array:
+    """Predators: +(1 - d / (2 (size - 1))), d the Manhattan distance to the nearest uncaptured
+    prey: 1 on its cell, 0 from the far corner; 0 when none is left.
+
+    The closeness signal of ``predator_distance`` as a payment: paid every sub-step with no
+    matching cost, it pays for staying near prey, so without a time cost that outweighs it an
+    agent earns more by keeping the episode going than by ending it with a capture.
+    """
+    nearest, _ = nearest_distance(ctx.state.positions, ctx.free_prey)
+    span = 2.0 * jnp.maximum(ctx.grid_size - 1, 1)
+    paid = ctx.is_predator & ctx.free_prey.any()
+    return jnp.where(paid, 1.0 - nearest / span, 0.0).astype(jnp.float32)
+
+
+@register_reward("prey_in_range", params={"near": 2.0, "far": 4.0}, applies_to="predator")
+def prey_in_range(ctx: RewardContext) -> jax.Array:
+    """Predators: +1 while the nearest uncaptured prey is between ``near`` and ``far`` cells
+    away (Manhattan, inclusive); 0 otherwise and when none is left.
+
+    Meant as pursuit pressure (keep the prey within reach), it pays every sub-step for
+    holding a prey at a distance: closing in to catch it stops the payment, and so does the
+    capture. A farmable term by design: hovering in range collects it until the step limit.
+    """
+    nearest, any_prey = nearest_distance(ctx.state.positions, ctx.free_prey)
+    p = ctx.params
+    held = ctx.is_predator & any_prey & (nearest >= p["near"]) & (nearest <= p["far"])
+    return held.astype(jnp.float32)
+
+
 @register_reward("survival", applies_to="prey")
 def survival(ctx: RewardContext) -> jax.Array:
     """+1 to each prey that is still uncaptured after the sub-step."""

@@ -98,6 +98,7 @@ def open_logger(
     (``<directory>/tensorboard/<name>``), a W&B run ``name`` in ``group`` (``job_type``: a
     sweep's arm) stored under ``directory``; ``hparams`` are known from the start (W&B
     config), and written again with the final metrics by :meth:`Logger.log_hparams`."""
+    check_run_name(name)
     loggers, names, seconds = [], [], {}
     for backend in backends:
         entry = LOGGERS[backend]
@@ -113,6 +114,19 @@ def open_logger(
         names.append(backend)
         seconds[backend] = time.perf_counter() - start
     return MultiLogger(loggers, names, seconds)
+
+
+def check_run_name(name: str) -> str:
+    """A tracked run's name: parts joined by '/' (``arm/seed_0``), each following the rule
+    of agent and arm names (:data:`ppage_jax.config.NAME_RULE`); OutputError otherwise."""
+    from ppage_jax.artifacts import OutputError
+    from ppage_jax.config import NAME_RULE, is_safe_name
+
+    if not isinstance(name, str) or not all(is_safe_name(p) for p in name.split("/")):
+        raise OutputError(
+            f"logger run name {name!r} is refused: each '/'-separated part must be {NAME_RULE}"
+        )
+    return name
 
 
 def finite_scalars(values: Mapping[str, Any]) -> dict[str, float]:

@@ -1,8 +1,12 @@
 """What ``ppage-jax sweep`` logs: one tracked run per arm x seed, grouped by the sweep
-(W&B group, the sweep's TensorBoard folder) and the arm (W&B job type, a sub-folder)."""
+(W&B group, the sweep's TensorBoard folder) and the arm (W&B job type, a sub-folder): its
+training curve, its evaluation (``eval/<metric>``) and the reward-hacking monitor's flags
+(``monitor/<check>/<role>[/<term>]``, ``monitor_first/...`` when flagged, and
+``monitor/flags``, the number of checks flagged)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +33,8 @@ class SweepRecorder:
         curve: Sequence[tuple[int, int, str, float]],
     ) -> None:
         """One run: its training curve against env steps, then its evaluation results
-        (``eval/<metric>``) and hyperparameters (the shared config, the arm's design)."""
+        (``eval/<metric>``), its monitor flags (``monitor/...``, first-flag steps only where
+        flagged) and hyperparameters (the shared config, the arm's design)."""
         if not self.backends:
             return
         hparams = {
@@ -46,7 +51,15 @@ class SweepRecorder:
             steps.setdefault(env_steps, {})[metric] = value
         for env_steps in sorted(steps):
             logger.log_scalars(env_steps, steps[env_steps])
-        final = {f"eval/{k}": v for k, v in results.items()}
+        monitor = {
+            k: v
+            for k, v in results.items()
+            if k.startswith(("monitor/", "monitor_first/")) and math.isfinite(v)
+        }
+        final = {f"eval/{k}": v for k, v in results.items() if not k.startswith("monitor")}
+        final.update(monitor)
+        if monitor:
+            final["monitor/flags"] = sum(v for k, v in monitor.items() if k.startswith("monitor/"))
         logger.log_scalars(max(steps, default=0), final)
         logger.log_hparams(hparams, final)
         logger.close()

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.tracking.base import BackendLogger
+from ppage_jax.artifacts import inside
+from ppage_jax.tracking.base import BackendLogger, check_run_name
 
 # Sub-folder of the run (or sweep) directory holding the event files.
 TENSORBOARD_DIR = "tensorboard"
@@ -20,7 +21,8 @@ class TensorBoardLogger(BackendLogger):
     backend = "tensorboard"
 
     def start(self) -> None:
-        self.logdir = self.directory / TENSORBOARD_DIR / self.name
+        root = self.directory / TENSORBOARD_DIR
+        self.logdir = inside(root, check_run_name(self.name), "logger run name")
         self.writer = self.module.SummaryWriter(logdir=str(self.logdir), flush_secs=30)
         text = "\n".join(f"    {k}: {v}" for k, v in self.hparams.items())
         self.writer.add_text("config", f"group {self.group}\n\n{text}", 0)

@@ -19,7 +19,9 @@ absent), the last :data:`KEEP_CHECKPOINTS` kept.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import math
 import os
 import warnings
@@ -45,6 +47,10 @@ CHECKPOINTS_PER_RUN = 5  # experiment.checkpoint_every: null spreads this many o
 
 class CheckpointError(ValueError):
     """A checkpoint that does not fit the config it is loaded into."""
+
+
+class NonFiniteCheckpointError(CheckpointError):
+    """A checkpoint whose arrays hold a NaN or an infinity (a policy that cannot be used)."""
 
 
 def template_policy(tc: TrainConfig, num_seeds: int | None = None):
@@ -79,7 +85,7 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
     """Read a checkpoint written by :func:`save_checkpoint` into ``tc``'s policy structure.
 
     Raises :class:`CheckpointError` when the algorithm, the array names or any array shape
-    differ from what ``tc`` expects.
+    differ from what ``tc`` expects, or when an array holds a NaN or an infinity.
     """
     data = Path(path).read_bytes()
     try:
@@ -130,6 +136,14 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
             f"differ from the training config",
             stacklevel=2,
         )
+    for name in sorted(saved_flat):
+        values = np.asarray(saved_flat[name])
+        if values.dtype.kind in "fc" and not np.isfinite(values).all():
+            bad = int(values.size - np.isfinite(values).sum())
+            raise NonFiniteCheckpointError(
+                f"{path}: array {name!r} holds {bad} non-finite value(s) (NaN or inf) of "
+                f"{values.size}; a policy must be finite (did its training diverge?)"
+            )
     if not expected_flat:
         return {}
     restored = serialization.from_state_dict(
@@ -140,6 +154,19 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
         raw["policy"],
     )
     return jax.tree.map(jnp.asarray, restored)
+
+
+def write_error(err: BaseException, path: Path) -> OSError:
+    """The OSError behind ``err`` (Orbax wraps them), naming ``path``; an EIO one naming the
+    first line of ``err`` when there is none."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return OSError(seen.errno, seen.strerror or str(seen), str(seen.filename or path))
+        seen = seen.__cause__ or seen.__context__
+    return OSError(
+        errno.EIO, f"cannot write this training checkpoint ({_first_line(err)})", str(path)
+    )
 
 
 def _first_line(err: BaseException) -> str:
@@ -353,20 +380,42 @@ class TrainingCheckpoints:
         history_saved = [h if h.size else np.zeros(1, h.dtype) for h in history]
         meta["empty_history"] = [list(h.shape) if not h.size else None for h in history]
         manager = self._open()
-        manager.save(
-            int(updates),
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave({"leaves": stored}),
-                history=ocp.args.StandardSave({"leaves": history_saved}),
-                meta=ocp.args.JsonSave(meta),
-            ),
-            force=True,
-        )
-        self.saved += 1
-        fault(f"checkpoint:{self.saved}")  # testing hook: killed while Orbax writes
-        manager.wait_until_finished()
+        target = self.directory / str(updates)
+        kept = set(manager.all_steps())
+        try:
+            manager.save(
+                int(updates),
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave({"leaves": stored}),
+                    history=ocp.args.StandardSave({"leaves": history_saved}),
+                    meta=ocp.args.JsonSave(meta),
+                ),
+                force=True,
+            )
+            self.saved += 1
+            # testing hook: killed (or a full disk) while Orbax writes
+            fault(f"checkpoint:{self.saved}", target)
+            manager.wait_until_finished()
+        except Exception as err:  # a full disk, a vanished directory: Orbax wraps them
+            self._abandon(int(updates) not in kept, target)
+            raise write_error(err, target) from None
         self.last_update = int(updates)
-        return self.directory / str(updates)
+        return target
+
+    def _abandon(self, new: bool, target: Path) -> None:
+        """After a failed save: close the manager and remove what the save left (its
+        temporary folder, and the step itself when it is new), so the checkpoints
+        before it are the newest again."""
+        import shutil
+
+        manager, self._manager = self._manager, None
+        with contextlib.suppress(Exception):
+            manager.close()
+        leftovers = [p for p in self.directory.glob("*") if "tmp" in p.name]
+        if new:
+            leftovers.append(target)
+        for path in leftovers:
+            shutil.rmtree(path, ignore_errors=True)
 
     def close(self) -> None:
         if self._manager is not None:

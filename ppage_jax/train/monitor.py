@@ -15,7 +15,13 @@ paid, summed) over the last ``window`` active updates with the task metrics, and
 
 A trend is Kendall's tau against the update index with ``p < alpha`` and a Theil-Sen change
 over the window of at least ``min_change`` (relative to the window's median magnitude;
-absolute for the capture rate). A condition must hold ``patience`` updates in a row. Flags
+absolute for the capture rate). A condition must hold ``patience`` updates in a row.
+The first updates of a run, before a grid can have reached the step limit
+(``ceil(max_steps / num_steps)``, the warm-up), are left out of every window: the episodes
+that end in them are only the short ones, so their capture rate and episode length are
+biased (with a 200-turn limit and 32-turn rollouts, 100 % capture in seven turns on average
+at update 1), and a window that starts there sees the task "worsen" as longer episodes
+begin to finish. Flags
 become 0/1 columns ``monitor/<check>/<role>[/<term>]`` of the rows, :meth:`Monitor.summary`
 goes to summary.json and :func:`monitor_table` prints the end-of-run table. Configured by
 ``experiment.monitor`` (``enabled``, ``window``, ``patience``, ``alpha``, ``min_change``,
@@ -31,6 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from ppage_jax.state import NO_TRUNCATION
 
 PREFIX = "monitor/"
 # Direction in which a metric moving is bad for a role's task (+1 rising, -1 falling).
@@ -171,10 +179,13 @@ class Monitor:
         roles: Iterable[str],
         terms: Sequence[str],
         shaping: Mapping[str, Sequence[str]],
+        warmup: int = 0,
     ):
         """``roles``: the learning roles; ``terms``: every reward term (columns
-        ``return/<role>/<term>``); ``shaping``: per role, the non-base terms paid to it."""
+        ``return/<role>/<term>``); ``shaping``: per role, the non-base terms paid to it;
+        ``warmup``: rows of updates ``<= warmup`` are left out of every window."""
         self.cfg = cfg
+        self.warmup = int(warmup)
         self.terms = tuple(terms)
         self.shaping = {r: tuple(shaping.get(r, ())) for r in roles}
         self.columns = []
@@ -201,11 +212,13 @@ class Monitor:
                 for i, t in enumerate(tc.env.reward_terms)
                 if t != "base" and masks[i, rows].any() and weights[i] != 0
             ]
-        return cls(cfg, tc.learning_roles, tc.env.reward_terms, shaping)
+        limit = int(np.asarray(params.max_steps).reshape(-1)[0])
+        warmup = 0 if limit >= NO_TRUNCATION else math.ceil(limit / tc.steps_per_update)
+        return cls(cfg, tc.learning_roles, tc.env.reward_terms, shaping, warmup)
 
     def fresh(self) -> Monitor:
         """A monitor with the same checks and no history."""
-        return Monitor(self.cfg, tuple(self.shaping), self.terms, self.shaping)
+        return Monitor(self.cfg, tuple(self.shaping), self.terms, self.shaping, self.warmup)
 
     # ------------------------------------------------------------------ per row
     def observe(self, rows: Iterable[dict]) -> list[Flag]:
@@ -216,6 +229,8 @@ class Monitor:
             for name in self.columns:
                 row[name] = 0
             if not self.cfg.enabled or not self.columns or not row.get("active", True):
+                continue
+            if int(row.get("update", self.warmup + 1)) <= self.warmup:
                 continue
             seed = int(row.get("seed", 0))
             history = self.history.setdefault(seed, [])
@@ -330,6 +345,7 @@ class Monitor:
         """summary.json's ``monitor`` section."""
         return {
             "config": dataclasses.asdict(self.cfg),
+            "warmup_updates": self.warmup,
             "checks": list(self.columns),
             "flagged": bool(self.flags),
             "flags": [

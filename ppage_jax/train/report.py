@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ppage_jax.artifacts import (
+    DirectoryLock,
     OutputError,
     atomic_open,
     prepare_output_dir,
@@ -43,11 +44,27 @@ RUN_FILES = (*ARTIFACTS, "episode.gif", "episode.html", TRAINING_CHECKPOINTS)
 
 
 def new_run_dir(config: Config, out: str | None = None) -> Path:
-    """``out`` if given, else ``<output_dir>/<algorithm>-<config hash>-<timestamp>``."""
+    """``out`` if given, else ``<output_dir>/<algorithm>-<config hash>-<timestamp>``, created
+    here and never one that exists: two runs started in the same second get ``...-2``."""
     if out is None:
         exp = config["experiment"]
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        out = str(Path(exp["output_dir"]) / f"{exp['algorithm']['name']}-{config.hash()}-{stamp}")
+        base = Path(exp["output_dir"]) / f"{exp['algorithm']['name']}-{config.hash()}-{stamp}"
+        prepare_output_dir(base.parent, "output directory")
+        for n in range(1, 10_000):
+            candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
+            try:
+                candidate.mkdir()  # atomic: exactly one process creates each name
+            except FileExistsError:
+                continue
+            except OSError as err:
+                raise OutputError(
+                    f"cannot create run directory {candidate}: {err.strerror or err}"
+                ) from None
+            out = str(candidate)
+            break
+        else:
+            raise OutputError(f"no free run directory name beside {base}")
     return prepare_output_dir(out, "run directory")
 
 
@@ -56,25 +73,33 @@ def run_files(run_dir: Path) -> list[str]:
     return [name for name in RUN_FILES if (Path(run_dir) / name).exists()]
 
 
-def prepare_run_dir(config: Config, out: str | None = None, overwrite: bool = False) -> Path:
-    """A writable run directory for a new run (:func:`new_run_dir`). One that already holds
-    a run is refused (:class:`~ppage_jax.artifacts.OutputError`) unless ``overwrite``, which
-    deletes that run's artifacts and checkpoints (and nothing else) first."""
+def prepare_run_dir(
+    config: Config, out: str | None = None, overwrite: bool = False
+) -> tuple[Path, DirectoryLock]:
+    """A writable run directory for a new run (:func:`new_run_dir`) and the lock this
+    process now holds on it (another writer is refused, naming its PID). One that already
+    holds a run is refused (:class:`~ppage_jax.artifacts.OutputError`) unless ``overwrite``,
+    which deletes that run's artifacts and checkpoints (and nothing else) first."""
     import shutil
 
     path = new_run_dir(config, out)
-    present = run_files(path)
-    if present and not overwrite:
-        raise OutputError(
-            f"run directory {path} already holds a run ({', '.join(present)}); "
-            f"continue it with --resume {path}, replace it with --overwrite, or "
-            f"choose another --out"
-        )
-    for name in present:
-        target = path / name
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
-    remove_partial_files(path)
-    return path
+    lock = DirectoryLock(path, "run directory").acquire()
+    try:
+        present = run_files(path)
+        if present and not overwrite:
+            raise OutputError(
+                f"run directory {path} already holds a run ({', '.join(present)}); "
+                f"continue it with --resume {path}, replace it with --overwrite, or "
+                f"choose another --out"
+            )
+        for name in present:
+            target = path / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        remove_partial_files(path)
+    except BaseException:
+        lock.release()
+        raise
+    return path, lock
 
 
 def write_config(run_dir: Path, config: Config) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -33,6 +34,7 @@ ARMS = {"base_only": {"disable": ["predator_distance", "survival"]}, "both": {}}
 def write_sweep(path: Path, **body) -> Path:
     body.setdefault("config", str(REPO / "configs/ablation/both"))
     body.setdefault("set", TINY)
+    body.setdefault("audit", False)  # the audit stage: test_the_audit_runs_before_training
     path.write_text(yaml.safe_dump({"sweep": body}))
     return path
 
@@ -40,7 +42,8 @@ def write_sweep(path: Path, **body) -> Path:
 def read_results(path: Path) -> dict:
     with open(path / "results.csv", newline="") as fh:
         return {
-            (r["arm"], int(r["seed"]), r["metric"]): float(r["value"]) for r in csv.DictReader(fh)
+            (r["arm"], int(r["seed"]), r["metric"]): float(r["value"] or "nan")
+            for r in csv.DictReader(fh)
         }
 
 
@@ -155,13 +158,43 @@ def test_outputs_are_tidy_and_reported(two_by_two):
         assert values[arm, seed, "capture_rate"] + values[
             arm, seed, "truncated_share"
         ] == pytest.approx(1.0)
-    assert len(rows) == 4 * len(metrics)
+    # the monitor watches the learning roles of the arm that pays them shaping terms
+    watched = {m for m in metrics if m.startswith("monitor")}
+    assert watched == {
+        f"{prefix}/{check}"
+        for prefix in ("monitor", "monitor_first")
+        for role, term in (("predator", "predator_distance"), ("prey", "survival"))
+        for check in (f"hacking/{role}", f"episode_length/{role}", f"share/{role}/{term}")
+    }
+    assert {r["metric"] for r in rows if r["arm"] == "base_only"} == metrics - watched
+    assert len(rows) == 2 * len(metrics) + 2 * len(metrics - watched)
+    # two updates, far fewer than the monitor's 20-update window: nothing flagged
+    for (arm, _, metric), value in values.items():
+        if metric.startswith("monitor/"):
+            assert (arm, value) == ("both", 0.0)
+        elif metric.startswith("monitor_first/"):
+            assert arm == "both" and np.isnan(value)
     with open(out / "curves.csv", newline="") as fh:
         curve = list(csv.DictReader(fh))
     assert {r["env_steps"] for r in curve} == {"32", "64"}  # 2 updates of 4 grids x 8 turns
     report = (out / "report.md").read_text()
-    assert "IQM" in report and "P(improvement)" in report and "| both |" in report
+    assert "IQM" in report and "P(improvement vs base_only)" in report and "| both |" in report
     assert "| RMST: mean turns to capture, censored (lower is better) | both |" in report
+    # the headline leads with the censored time to capture; steps to capture of the captured
+    # episodes only is a labelled diagnostic
+    labels = [line.split(" | ")[0] for line in report.splitlines() if line.startswith("| ")]
+    headline = list(dict.fromkeys(label for label in labels if "better)" in label))
+    assert [h.split(" (")[0] for h in headline[:5]] == [
+        "| RMST: mean turns to capture, censored",
+        "| KM median turns to capture",
+        "| capture rate",
+        "| share hitting the step limit",
+        "| episode length",
+    ]
+    assert headline[-1].startswith("| steps to capture, captured episodes only (survivor-biased)")
+    assert "| both | hacking | prey | 0/2 | - | - |" in report
+    assert "| base_only | not watched (no learning role is paid a shaping term) |||||" in report
+    assert "## Audit before training\n\nNot run (`audit: false` in the sweep file)." in report
     assert "Median turns to capture (Kaplan-Meier, per seed)" in report
     assert (out / "headline.png").stat().st_size > 0 and (out / "curves.png").exists()
 
@@ -423,3 +456,207 @@ def test_arm_hyperparameters_read_yaml_exponents(tmp_path):
     path.write_text(text.replace("sweep:\n", "sweep:\n" + arms, 1))
     (arm,) = load_sweep(path).arms
     assert arm.hyperparams == {"learning_rate": pytest.approx(3e-4)}
+
+
+# --------------------------------------------------------------------------- monitor, audit
+@pytest.fixture(scope="module")
+def hacked_sweep(tmp_path_factory):
+    """The tiny hacked run of tests/cli (predators paid to keep away from a prey fixed between
+    them, IPPO) as a sweep arm beside its honest twin (the same design, the distance term at
+    weight 0), one seed each, one run per chunk, the audit stage on, two reference arms."""
+    from cli_testing import HACKED, HACKED_EXPERIMENT, write_run_config
+
+    tmp = tmp_path_factory.mktemp("hacked")
+    config = write_run_config(tmp / "config", HACKED, **HACKED_EXPERIMENT)
+    path = write_sweep(
+        tmp / "s.yaml",
+        config=str(config),
+        set={},
+        arms={"hacked": {}, "honest": {"weights": {"predator_distance": 0.0}}},
+        baseline=["honest", "hacked"],
+        seeds=1,
+        chunk_size=1,
+        eval={"seed": 1000, "episodes": 8},
+        audit=True,
+        output_dir=str(tmp / "out"),
+    )
+    spec = load_sweep(path)
+    train_fn, eval_fn, steps = trainer_functions(spec, spec.make_env())
+    traces = []
+
+    def counted_train(key, params):
+        traces.append(1)
+        return train_fn(key, params)
+
+    summary = run_sweep(spec, counted_train, eval_fn, steps, progress=False)
+    return spec, summary, traces, Path(summary["output_dir"])
+
+
+def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_sweep):
+    spec, summary, traces, out = hacked_sweep
+    assert len(traces) == 1 and summary["chunks"] == 2  # traced once for both arms
+    assert spec.baselines == ("honest", "hacked") and spec.baseline == "honest"
+    values = read_results(out)
+    monitor = {(a, m): v for (a, _, m), v in values.items() if m.startswith("monitor")}
+    # what `ppage-jax run` of the same config flags, at the same env steps
+    assert monitor == {
+        ("hacked", "monitor/hacking/predator"): 1.0,
+        ("hacked", "monitor/episode_length/predator"): 1.0,
+        ("hacked", "monitor/share/predator/predator_distance"): 0.0,
+        ("hacked", "monitor_first/hacking/predator"): 15360.0,
+        ("hacked", "monitor_first/episode_length/predator"): 16384.0,
+        ("hacked", "monitor_first/share/predator/predator_distance"): pytest.approx(
+            np.nan, nan_ok=True
+        ),
+    }  # the honest twin pays the predators no shaping term: not watched, no columns
+    with open(out / "results.csv", newline="") as fh:
+        cells = {r["metric"]: r["value"] for r in csv.DictReader(fh) if r["arm"] == "hacked"}
+    assert cells["monitor_first/share/predator/predator_distance"] == ""  # NaN: an empty cell
+    assert cells["monitor_first/hacking/predator"] == "15360.0"
+    # the hacked predators learned to stay away: never capture within the 20-turn limit
+    assert values["hacked", 0, "capture_rate"] == 0.0 and values["hacked", 0, "rmst"] == 20.0
+    assert values["honest", 0, "capture_rate"] == 1.0
+    info = json.loads((out / "sweep.json").read_text())
+    assert info["monitor"]["watched"] == {
+        "hacked": [
+            "monitor/hacking/predator",
+            "monitor/episode_length/predator",
+            "monitor/share/predator/predator_distance",
+        ],
+        "honest": [],
+    }
+    assert info["baselines"] == ["honest", "hacked"] and info["audit"] is True
+
+
+def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_sweep):
+    _, _, _, out = hacked_sweep
+    report = (out / "report.md").read_text()
+    assert (
+        "| metric | arm | n | IQM [95 % CI] | P(improvement vs honest) [95 % CI] | "
+        "P(improvement vs hacked) [95 % CI] |" in report
+    )
+    rmst = [line for line in report.splitlines() if line.startswith("| RMST")]
+    # one seed each: hacked (20 turns) never beats honest (1 turn), and the other way round
+    assert rmst == [
+        "| RMST: mean turns to capture, censored (lower is better) | hacked | 1 | 20 [20, 20] | "
+        "0.00 [0.00, 0.00] | reference |",
+        "| RMST: mean turns to capture, censored (lower is better) | honest | 1 | 1 [1, 1] | "
+        "reference | 1.00 [1.00, 1.00] |",
+    ]
+    assert "| hacked | hacking | predator | 1/1 | 15,360 | 15,360 |" in report
+    assert "| hacked | episode_length | predator | 1/1 | 16,384 | 16,384 |" in report
+    assert "| hacked | share (predator_distance) | predator | 0/1 | - | - |" in report
+    assert "| honest | not watched (no learning role is paid a shaping term) |||||" in report
+    audit = report.split("## Audit before training")[1].split("##")[0]
+    hacked_row = next(line for line in audit.splitlines() if line.startswith("| hacked |"))
+    # paid for distance, predators gain by not capturing (the audit saw it before training)
+    assert hacked_row.startswith("| hacked | not_potential, stalling, dead_term |")
+    assert "predator_distance is a direct shaping term, not potential-based" in hacked_row
+    assert "stalling: predators: capturing pays 100.00, less than the best" in hacked_row
+    assert "| honest | dead_term | dead_term: base.obstacle_penalty never fired" in audit
+
+
+def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep, tmp_path):
+    spec, summary, _, out = hacked_sweep
+    with open(out / "audit.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["arm", "check", "role", "term", "flagged", "detail"]
+    flagged = {(r["arm"], r["check"], r["role"], r["term"]) for r in rows if r["flagged"] == "1"}
+    assert flagged == {
+        ("hacked", "not_potential", "", "predator_distance"),
+        ("hacked", "stalling", "predator", ""),
+        ("hacked", "dead_term", "", "base.obstacle_penalty"),  # no obstacles in this config
+        ("honest", "dead_term", "", "base.obstacle_penalty"),
+    }
+    checks = {r["check"] for r in rows if r["arm"] == "honest"}
+    assert checks == {
+        "not_potential",
+        "shaping_share",
+        "early_termination",
+        "stalling",
+        "ordering",
+        "dominant_term",
+        "dead_term",
+    }
+    # a resumed sweep reads its chunks back (monitor columns included) to the same bytes and
+    # does not audit again
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "results.csv").unlink()
+    (copy / "report.md").unlink()
+    import ppage_jax.analysis.sweep.run as sweep_run
+
+    def no_audit(*args, **kwargs):
+        raise AssertionError("audited again on resume")
+
+    saved, sweep_run.audit_rows = sweep_run.audit_rows, no_audit
+    try:
+        again = run_sweep(spec, output_dir=copy, progress=False, resume=True)
+    finally:
+        sweep_run.audit_rows = saved
+    assert again["chunks_run"] == 0
+    np.testing.assert_equal(again["results"], summary["results"])  # NaN equals NaN here
+    for name in ("results.csv", "curves.csv", "audit.csv"):
+        assert (copy / name).read_bytes() == (out / name).read_bytes(), name
+    # the report too, but for its line of timings
+    tables = [(d / "report.md").read_text().split("## Arms")[1] for d in (copy, out)]
+    assert tables[0] == tables[1]
+
+
+def test_sweep_rmst_is_the_run_evaluations_rmst(two_by_two):
+    # one run trained alone and evaluated by `ppage-jax run`'s evaluation on the sweep's
+    # held-out block gives the sweep's censored time to capture for that run
+    import jax
+
+    from ppage_jax.train.evaluate import evaluate
+    from ppage_jax.train.experiment import make_train_config
+    from ppage_jax.train.registry import algorithm
+
+    tmp, summary, _ = two_by_two
+    spec = load_sweep(tmp / "s.yaml")
+    env = spec.make_env()
+    params = spec.arm_params(env)[1]  # "both"
+    train_fn, _, _ = trainer_functions(spec, env)
+    runner, _ = jax.jit(train_fn)(jax.random.PRNGKey(spec.train_seed + 1), params)
+    tc = make_train_config(spec.config, env)
+    policy = algorithm(tc.algorithm).policy_state(runner)
+    stacked = jax.tree.map(lambda a: a[None], policy)
+    row = evaluate(
+        tc, stacked, params, spec.eval_seed, spec.eval_episodes, which={"x": ("greedy", "greedy")}
+    )["x"]
+    swept = summary["results"]["both", 1]
+    for metric in ("rmst", "km_median", "capture_rate", "truncated_share", "episode_length"):
+        assert swept[metric] == row[metric], metric
+    assert 0 < row["rmst"] <= 12
+
+
+@pytest.mark.parametrize(
+    "baseline, words",
+    [
+        (["base_only", "nope"], "'nope'"),
+        ([], "[]"),
+        ({"a": 1}, "{'a': 1}"),
+    ],
+)
+def test_bad_baseline_lists_name_the_key(tmp_path, baseline, words):
+    path = write_sweep(tmp_path / "bad.yaml", arms=ARMS, baseline=baseline)
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path)
+    assert err.value.key == "sweep.baseline" and words in str(err.value)
+    assert "must name an arm (or be a list of arms): ['base_only', 'both']" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_baseline_lists_and_the_audit_switch_are_read(tmp_path):
+    spec = load_sweep(write_sweep(tmp_path / "s.yaml", arms=ARMS, baseline=["both", "base_only"]))
+    assert (spec.baseline, spec.baselines, spec.audit) == ("both", ("both", "base_only"), False)
+    kept = load_sweep(
+        write_sweep(tmp_path / "t.yaml", arms=dict(ARMS, x={}), baseline=["both", "base_only"]),
+        arms=["x"],
+    )
+    assert [a.name for a in kept.arms] == ["base_only", "both", "x"]  # references kept
+    single = load_sweep(write_sweep(tmp_path / "u.yaml", arms=ARMS, baseline="both", audit=True))
+    assert (single.baselines, single.audit) == (("both",), True)
+    with pytest.raises(ConfigError, match="must be true or false") as err:
+        load_sweep(write_sweep(tmp_path / "v.yaml", arms=ARMS, audit="yes"))
+    assert err.value.key == "sweep.audit"

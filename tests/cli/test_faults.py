@@ -30,6 +30,8 @@ from cli_testing import (
     write_sweep_file,
 )
 
+from ppage_jax.artifacts import PARTIAL
+
 KILLED = -signal.SIGKILL
 INTERRUPTED = 130
 RUN_POINTS = ("compile", "chunk:3", "checkpoint:2", "eval", "write:summary.json")
@@ -37,6 +39,16 @@ SWEEP_POINTS = ("compile", "chunk:2", "commit:2", "write:results.csv", "write:re
 # The points of the default run; the others are slow.
 DEFAULT_POINTS = {("run", "chunk:3"), ("run", "checkpoint:2"), ("sweep", "commit:2")}
 CTRL_C = {"run": "chunk:3@INT", "sweep": "chunk:2@INT"}
+# A full disk (an injected ENOSPC) at each writer: (kind, point, the path named).
+FULL_DISK = (
+    ("run", "checkpoint:2@ENOSPC", "checkpoints/4"),
+    ("run", "write:metrics.csv@ENOSPC", "metrics.csv"),
+    ("run", "write:checkpoint.msgpack@ENOSPC", "checkpoint.msgpack"),
+    ("run", "write:episode.gif@ENOSPC", "episode.gif"),
+    ("run", "write:summary.json@ENOSPC", "summary.json"),
+    ("sweep", "write:report.md@ENOSPC", "report.md"),
+)
+DEFAULT_FULL_DISK = {"checkpoint:2@ENOSPC"}
 # Killed right after a checkpoint or chunk commit; Ctrl-C (chunk:N@INT) stops there too.
 BETWEEN = "between:1"
 
@@ -122,6 +134,8 @@ def _job(item: pytest.Item) -> tuple[str, str] | None:
     """The (kind, point) scenario a selected test of this module reads, if any."""
     params = getattr(item, "callspec", None)
     params = params.params if params else {}
+    if "full_disk" in params:
+        return params["full_disk"][:2]
     if "point" in params:
         return ("sweep" if "_sweep_" in item.originalname else "run", params["point"])
     if "kind" in params:
@@ -263,3 +277,74 @@ def test_killed_between_chunks_resumes(faults):
     sweep = scenario("sweep", BETWEEN)
     assert sweep.first.returncode == KILLED and sweep.left["finished"] == [0]
     _assert_resumed_like(references["sweep"], sweep, ("results.csv", "curves.csv"))
+
+
+@pytest.mark.parametrize(
+    "full_disk",
+    [
+        case if case[1] in DEFAULT_FULL_DISK else pytest.param(case, marks=pytest.mark.slow)
+        for case in FULL_DISK
+    ],
+    ids=[case[1] for case in FULL_DISK],
+)
+def test_a_full_disk_is_one_line_and_exit_1_and_resumes(matrix, full_disk):
+    kind, point, name = full_disk
+    references, outcomes, _ = matrix
+    outcome = outcomes[kind, point]
+    first = outcome.first
+    assert first.returncode == 1, first.stderr
+    assert "Traceback" not in first.stderr
+    lines = first.stderr.strip().splitlines()
+    assert lines[-1] == f"error: I/O error {outcome.out / name}: No space left on device"
+    if kind == "run":
+        assert len(lines) == 1, lines
+        # the checkpoints before it intact, no temporary folder or file left
+        expected_steps = [2] if point.startswith("checkpoint") else [RUN_UPDATES - 2, RUN_UPDATES]
+        assert outcome.left["steps"] == expected_steps, outcome.left
+        assert outcome.left["partial_checkpoints"] == []
+        assert name not in outcome.left["files"] and not any(
+            PARTIAL in f for f in outcome.left["files"]
+        )
+        _assert_resumed_like(references["run"], outcome, ("metrics.csv", "checkpoint.msgpack"))
+    else:
+        assert "report.md" not in outcome.left["files"]
+        _assert_resumed_like(references["sweep"], outcome, ("results.csv", "curves.csv"))
+
+
+def _stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_second_resume_of_a_running_run_is_one_line_and_exit_2(faults, tmp_path):
+    """The first --resume holds the run's lock (it stops itself, SIGSTOP, after its first
+    chunk); a second --resume is refused in one line naming the first one's PID, and the
+    first, continued, ends with the files of an uninterrupted run."""
+    references, _, cache = faults
+    config = write_run_config(tmp_path / "tiny")
+    out = tmp_path / "run"
+    killed = run_cli(
+        ["run", str(config), "--out", str(out), "--no-progress"], cli_env(cache, "chunk:3")
+    )
+    assert killed.returncode == KILLED, killed.stderr
+    first = start_cli(
+        ["run", "--resume", str(out), "--no-progress"], cli_env(cache, "chunk:1@STOP")
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not _stopped(first.pid):
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        assert (out / ".lock").read_text().strip() == str(first.pid)
+        second = run_cli(["run", "--resume", str(out), "--no-progress"], cli_env(cache))
+    finally:
+        first.send_signal(signal.SIGCONT)
+    stdout, stderr = first.communicate(timeout=300)
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.strip().splitlines() == [
+        f"error: run directory {out} is in use by another ppage-jax process (PID "
+        f"{first.pid}, lock {out / '.lock'}); wait for it to finish or stop it"
+    ]
+    assert first.returncode == 0, stderr
+    for name in ("metrics.csv", "checkpoint.msgpack"):
+        assert (out / name).read_bytes() == (references["run"] / name).read_bytes(), name
+    assert not (out / ".lock").exists()

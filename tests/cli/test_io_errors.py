@@ -172,7 +172,10 @@ def test_a_write_that_fails_leaves_the_old_file(tmp_path):
         (["render", "--fps", "nan"], "--fps", "must be a finite number > 0, got 'nan'"),
         (["render", "--fps", "0"], "--fps", "finite number > 0"),
         (["render", "--max-steps", "0"], "--max-steps", ">= 1"),
-        (["render", "--cell-px", "4"], "--cell-px", ">= 8"),
+        (["render", "--cell-px", "4"], "--cell-px", "in [8, 256], got '4'"),
+        (["render", "--cell-px", "100000"], "--cell-px", "in [8, 256], got '100000'"),
+        (["render", "--fps", "1e-9"], "--fps", "in [0.01, 100], got '1e-9'"),
+        (["render", "--fps", "1e9"], "--fps", "in [0.01, 100]"),
         (["render", "--seed", "-1"], "--seed", ">= 0"),
         (["evaluate", "RUN", "--episodes", "0"], "--episodes", ">= 1"),
         (["evaluate", "RUN", "--max-steps", "1e3"], "--max-steps", "expected an integer"),
@@ -213,3 +216,15 @@ def test_render_out_under_a_file_or_at_a_directory_fails_first(tmp_path, capsys)
     assert _error(capsys) == f"error: --out directory {taken} is an existing file, not a directory"
     assert main(["render", "configs/1v1", "--out", str(tmp_path)]) == 2
     assert _error(capsys) == f"error: --out {tmp_path} is a directory; give a file name"
+
+
+def test_render_refuses_frames_too_large_in_one_line(tmp_path, capsys):
+    out = tmp_path / "big.gif"
+    argv = ["render", "configs/default", "--set", "env.size=64", "--cell-px", "128"]
+    argv += ["--out", str(out)]
+    assert main(argv) == 2
+    assert _error(capsys) == (
+        "ppage-jax render: --cell-px 128 makes 8192 px frames for a 64x64 grid; a frame "
+        "side may be at most 4096 px (use --cell-px 64 or less)"
+    )
+    assert not out.exists()

@@ -10,7 +10,13 @@ import struct
 from pathlib import Path
 
 import pytest
-from cli_testing import main_cli, write_run_config, write_sweep_file
+from cli_testing import (
+    HACKED,
+    HACKED_EXPERIMENT,
+    main_cli,
+    write_run_config,
+    write_sweep_file,
+)
 
 from ppage_jax.cli.main import main
 
@@ -20,22 +26,6 @@ from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E4
     EventAccumulator,
 )
 from tensorboard.plugins.hparams import plugin_data_pb2  # noqa: E402
-
-# The tiny run, built to be hacked: predators paid for distance from a prey fixed between
-# them (the reward-hacking monitor flags it; --strict then exits with 3).
-HACKED = {
-    "env": {"starts": [[1, 2], [3, 2], [2, 2]]},
-    "rewards": {"shaping": [{"name": "predator_distance", "weight": -5.0}]},
-}
-HACKED_EXPERIMENT = {
-    "algorithm": {"name": "ippo", "params": {"learning_rate": 1e-4}},
-    "seed": 0,
-    "num_seeds": 1,
-    "num_envs": 16,
-    "total_timesteps": 40_000,
-    "roles": {"predators": "learn", "preys": "noop"},
-    "checkpoint_every": None,
-}
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Arrays are checked: step's actions, reset_to's layout (eagerly and in checked mode under
-jit), and the structure EnvParams were built for."""
+"""Arrays are checked: step's actions and state (eagerly and in checked mode under jit),
+reset_to's layout (the same), and the structure EnvParams were built for."""
 
 from __future__ import annotations
 
@@ -59,7 +59,37 @@ def test_step_refuses_non_integer_or_misshapen_actions(env, start, jit_step, act
         assert "integer array of shape (3,)" in message and words in message, message
 
 
-def test_actions_outside_the_table_are_the_noop_whatever_their_width(env, start, jit_step):
+@pytest.mark.parametrize(
+    "actions, index, value",
+    [
+        # Wrapped to 32 bits these two would read 0 and 2: real moves.
+        (np.array([2**32, 4, 4], np.int64), 0, 2**32),
+        (np.array([4, 2**33 + 2, 4], np.int64), 1, 2**33 + 2),
+        ([4, 4, 2**63 - 1], 2, 2**63 - 1),
+        (np.array([4, 4, 255], np.uint8), 2, 255),
+        (jnp.array([4, -1, 4], jnp.int32), 1, -1),
+        (np.array([5, 4, 4]), 0, 5),
+    ],
+)
+def test_concrete_actions_outside_the_table_are_refused_in_their_own_width(
+    env, start, actions, index, value
+):
+    rule = (
+        f"step: actions[{index}] = {value} is outside the action table "
+        f"(an action must lie in [0, 5))"
+    )
+    with pytest.raises(ValueError) as info:
+        env.step(None, start, actions)
+    name = ("predator_1", "predator_2", "prey_1")[index]
+    assert str(info.value) == f"{rule} ({name}; discrete_5, whose no-op is 4)"
+    err, out = env.checked_step(None, start, actions)  # checked mode: reported, not raised
+    assert str(err.get()).startswith(rule)
+    assert out[1].positions.tolist() == POSITIONS.tolist()  # the step ran, as the no-op
+
+
+def test_traced_actions_outside_the_table_are_the_noop_and_checked_mode_reports_them(
+    env, start, jit_step
+):
     stay = POSITIONS.tolist()
     # Wrapped to 32 bits, the wide actions below would read 1, 2, 0: moves for every row.
     assert jit_step(None, start, jnp.array([1, 2, 0]))[1].positions.tolist() == [
@@ -67,17 +97,82 @@ def test_actions_outside_the_table_are_the_noop_whatever_their_width(env, start,
         [3, 4],
         [3, 2],
     ]
-    # Host arrays are compared in their own width, before any cast (jax_enable_x64 is off).
-    for actions in (np.array([2**32 + 1, 2**33 + 2, -(2**32)], np.int64), [2**63 - 1, 5, -1]):
-        assert env.step(None, start, actions)[1].positions.tolist() == stay, actions
     got = jit_step(None, start, jnp.array([5, -1, 2**31 - 1], jnp.int32))[1]
     assert got.positions.tolist() == stay
     got = jit_step(None, start, jnp.array([255, 5, 9], jnp.uint8))[1]
     assert got.positions.tolist() == stay
     with jax.enable_x64(True):
         actions = jnp.array([2**32 + 1, 2**33 + 2, 2**40], jnp.int64)
-        got = jax.jit(env.step)(None, start, actions)[1]
-    assert got.positions.tolist() == stay
+        assert jax.jit(env.step)(None, start, actions)[1].positions.tolist() == stay
+        err, out = jax.jit(env.checked_step)(None, start, actions)
+    assert "step: actions[0] = 4294967297 is outside the action table" in str(err.get())
+    assert out[1].positions.tolist() == stay
+    checked = jax.jit(env.checked_step)
+    err, out = checked(None, start, jnp.array([4, 1, 4]))
+    assert err.get() is None and out[1].positions.tolist() == stay  # [4, 4] + y clips
+    err, _ = checked(None, start, jnp.array([4, 4, 7]))
+    assert "step: actions[2] = 7 is outside the action table (an action must lie in [0, 5))" in (
+        str(err.get())
+    )
+    with pytest.raises(Exception, match="step: actions"):
+        err.throw()
+    batch = jax.jit(jax.vmap(env.checked_step, in_axes=(None, None, 0)))
+    err, _ = batch(None, start, jnp.array([[4, 4, 4], [4, 9, 4]]))
+    assert "at mapped index 1" in err.get() and "actions[1] = 9" in err.get()
+
+
+# ---------------------------------------------------------------- stepping a finished state
+# predator_1 at [1, 1] steps right onto prey_1 at [2, 1]: captured, threshold 1, terminated.
+CAPTURE = np.array([[1, 1], [4, 4], [2, 1]], np.int32)
+
+
+@pytest.fixture(scope="module")
+def finished(env):
+    _, state = env.reset_to(CAPTURE, OBSTACLES)
+    out = env.step(None, state, np.array([0, 4, 4]))
+    assert bool(out[3]) and int(out[1].turn) == 1 and out[2].tolist() == [95.0, -5.0, -100.0]
+    return out[1]
+
+
+def test_a_finished_state_steps_on_under_jit_as_in_ppage(finished, jit_step):
+    # What step does with a finished state inside jit (PPAGE's behaviour: no auto-reset, the
+    # grid steps on): the free agents move, the step cost is paid, the captured prey stays
+    # frozen, the turn counter runs on and terminated stays True.
+    obs, state, reward, terminated, truncated, info = jit_step(None, finished, jnp.array([1, 2, 4]))
+    assert state.positions.tolist() == [[2, 2], [3, 4], [2, 1]]
+    assert reward.tolist() == [-5.0, -5.0, 0.0]
+    assert state.captured.tolist() == [False, False, True]
+    assert int(state.turn) == 2 and int(info["captures"]) == 0
+    assert bool(terminated) and not bool(truncated)
+
+
+def test_stepping_a_finished_state_is_refused_eagerly_and_reported_in_checked_mode(env, finished):
+    with pytest.raises(ValueError) as info:
+        env.step(None, finished, np.array([1, 2, 4]))
+    assert str(info.value) == (
+        "step: this state's episode has ended (terminated) at turn 1; reset it (env.reset, "
+        "env.reset_to) or step through ppage_jax.wrappers.AutoResetEnv"
+    )
+    truncated = finished.replace(terminated=jnp.asarray(False), truncated=jnp.asarray(True))
+    with pytest.raises(ValueError, match=r"has ended \(truncated\) at turn 1"):
+        env.step(None, truncated, NOOP)
+    err, out = jax.jit(env.checked_step)(None, finished, jnp.asarray(NOOP))
+    assert "step: this state's episode has ended (terminated True, truncated False) at turn 1" in (
+        str(err.get())
+    )
+    assert int(out[1].turn) == 2  # the step itself ran, as under jit
+    running = env.reset_to(CAPTURE, OBSTACLES)[1]
+    assert jax.jit(env.checked_step)(None, running, jnp.asarray(NOOP))[0].get() is None
+
+
+def test_auto_reset_never_steps_a_finished_state(env, finished):
+    wrapped = pj.AutoResetEnv(env)
+    _, state = env.reset_to(CAPTURE, OBSTACLES)
+    _, state, _, terminated, _, _ = jax.jit(wrapped.step)(
+        jax.random.PRNGKey(0), state, jnp.array([0, 4, 4])
+    )
+    assert bool(terminated) and int(state.turn) == 0  # a fresh episode
+    assert int(env.step(None, state, NOOP)[1].turn) == 1
 
 
 def test_actions_inside_the_table_still_move(start, jit_step):

@@ -182,8 +182,22 @@ def test_a_skipped_rule_is_not_checked():
     assert "zero_without_prey" not in checked.rules
     with pytest.raises(ValueError, match="cannot skip rule 'runs'"):
         check_reward_term(pays_without_prey, skip=["runs"])
-    with pytest.raises(ValueError, match="cannot skip rule 'speed'.*'finite'"):
+    with pytest.raises(ValueError, match="cannot skip rule 'speed'.*'jit'"):
         check_reward_term(pays_without_prey, skip=["speed"])
+
+
+@pytest.mark.parametrize("check", ["term", "builder"])
+def test_a_non_finite_value_is_always_caught(check):
+    # 'finite' cannot be skipped: a NaN term or builder never passes the kit.
+    with pytest.raises(ValueError, match="cannot skip rule 'finite'"):
+        if check == "term":
+            check_reward_term(pays_nan, skip=["finite"])
+        else:
+            check_observation_builder(builder(3, nan_features), skip=["finite"])
+    with pytest.raises(ContractError) as err:
+        check_reward_term(pays_nan)
+    assert err.value.rule == "finite"
+    assert "returns nan at index (0, 0) on the sampled states" in str(err.value)
 
 
 # ------------------------------------------------------------------ correct user terms

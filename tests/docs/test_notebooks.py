@@ -21,6 +21,7 @@ def test_notebooks_exist():
         "02_custom_reward.ipynb",
         "03_reward_ablation.ipynb",
         "04_train_ippo.ipynb",
+        "05_reward_design_study.ipynb",
     ]
 
 

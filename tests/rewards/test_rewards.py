@@ -64,7 +64,7 @@ def test_base_credit_modes_two_predators_on_one_cell(credit, expected):
     after, terminated, _, terms = run_turn(env, params=params, **PILE_ON)
     assert np.asarray(after.positions)[:2].tolist() == [[2, 1], [2, 1]]
     assert np.asarray(after.captured).tolist() == [False, False, False, True, False]
-    assert not terminated  # capture_threshold is 5
+    assert not terminated  # capture_threshold is 2: one prey of two is captured
     assert_term(terms, "base", expected)
 
 
@@ -75,6 +75,9 @@ def test_shaping_terms_after_a_capture_use_uncaptured_prey_only():
     assert_term(terms, "survival", [0.0, 0.0, 0.0, 0.0, 1.0])
     assert_term(terms, "prey_distance", [0.0, 0.0, 0.0, 0.0, 4.0])  # prey_2 to predator_3
     assert_term(terms, "capture_proximity", [0.0] * 5)  # nobody within radius 1
+    # 1 - d / (2 (size - 1)) with d = 5, 5, 4 on the 5x5 grid; in range: 2 <= d <= 4
+    assert_term(terms, "predator_closeness", [0.375, 0.375, 0.5, 0.0, 0.0])
+    assert_term(terms, "prey_in_range", [0.0, 0.0, 1.0, 0.0, 0.0])
     # Potentials, once per turn: phi(s) = [-1, -1, -4 | 1, 4], phi(s') = [-5, -5, -4 | 0, 4].
     assert_term(
         terms, "potential_distance", [GAMMA * -5 + 1, GAMMA * -5 + 1, GAMMA * -4 + 4, 0.0, 0.0]
@@ -106,6 +109,8 @@ def test_every_term_on_an_obstacle_layout():
     assert_term(terms, "survival", [0.0, 0.0, 0.0, 1.0, 1.0])
     assert_term(terms, "prey_distance", [0.0, 0.0, 0.0, 2.0, 1.0])
     assert_term(terms, "capture_proximity", [0.0, 1.0, 0.0, 0.0, -1.0])
+    assert_term(terms, "predator_closeness", [0.75, 0.875, 0.625, 0.0, 0.0])  # d = 2, 1, 3
+    assert_term(terms, "prey_in_range", [1.0, 0.0, 1.0, 0.0, 0.0])
     # phi(s) = [-2, -2, -4 | 2, 2]; phi(s') = [-2, -1, -3 | 2, 1].
     assert_term(
         terms, "potential_distance", [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -3 + 4, 0.0, 0.0]

@@ -170,6 +170,35 @@ def test_inactive_rows_and_a_disabled_monitor():
     assert "disabled" in monitor_table(off.summary(), 1)
 
 
+def test_the_warm_up_updates_are_in_no_window():
+    worsening = dict(
+        capture=lambda u: 0.9 - 0.02 * u,
+        base=lambda u: -10.0 * u,
+        distance=lambda u: 20.0 * u,
+        length=lambda u: 5.0 + u,
+    )
+    m = Monitor(
+        MonitorConfig(window=8, patience=2),
+        ["predator"],
+        TERMS,
+        {"predator": ["predator_distance"]},
+        warmup=3,
+    )
+    flags = m.observe(rows_for(14, **worsening))
+    # the first full window is updates 4-11 (not 1-8): flagged at 12, not at 9
+    assert [(f.check, f.update) for f in flags] == [("hacking", 12), ("episode_length", 12)]
+    assert m.fresh().warmup == 3 and m.summary()["warmup_updates"] == 3
+
+
+def test_for_run_takes_the_warm_up_from_the_step_limit_and_rollout():
+    config = tiny_config(
+        "ippo", {"num_steps": 8}, total_timesteps=4096, **{"env.termination.max_steps": 20}
+    )
+    tc = make_train_config(config)
+    m = Monitor.for_run(MonitorConfig(), tc, tc.env.default_params)
+    assert m.warmup == 3  # ceil(20 / 8): before update 3 no grid can have hit the limit
+
+
 # ------------------------------------------------------------------ on real training
 HACKED = {
     # predators paid for distance (weight -5 on -distance) and the prey fixed between

@@ -1,14 +1,19 @@
 """report.md and plots of a sweep directory (results.csv, curves.csv, sweep.json).
 
-Headline metrics are task metrics, never the shaped total: capture rate, the restricted
-mean time to capture (``rmst``: censored at the step limit, so episodes that never end in a
-capture count, unlike a mean over captured episodes) and the base-reward return per role at
-unit weight. Each arm gets the
-interquartile mean over its seeds with a 95 % stratified-bootstrap CI, and the probability
-that a run of the arm beats a run of the baseline arm (with CI). Per-term returns per role
-(as paid) are diagnostics. Learning curves show the mean over seeds with a 95 % bootstrap
-band of that mean. The Kaplan-Meier median time to capture of each seed is summarised per
-arm beside them (it is infinite for a seed that captured in under half its episodes).
+Headline metrics are task metrics, never the shaped total, led by the censored time to
+capture: the restricted mean time to capture (``rmst``: censored at the step limit, so
+episodes that never end in a capture count, unlike a mean over captured episodes), the
+Kaplan-Meier median, the capture rate, the share of episodes that hit the step limit, the
+episode length, and the base-reward return per role at unit weight. Each arm gets the
+interquartile mean over its seeds with a 95 % stratified-bootstrap CI, and, per reference
+arm (``baseline``, one or a list), the probability that a run of the arm beats a run of the
+reference (with CI). The mean steps to capture of the captured episodes only is a
+survivor-biased diagnostic, never a headline. Per-term returns per role (as paid) are
+diagnostics. Learning curves show the mean over seeds with a 95 % bootstrap band of that
+mean. The Kaplan-Meier median time to capture of each seed is summarised per arm beside them
+(it is infinite for a seed that captured in under half its episodes). Then the reward audit
+run before training (audit.csv) and the reward-hacking monitor's flags per arm (the
+``monitor/`` columns of results.csv).
 """
 
 from __future__ import annotations
@@ -17,19 +22,33 @@ import csv
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ppage_jax.analysis import stats
+from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit
+from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, read_baselines
+from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
+from ppage_jax.analysis.sweep.monitoring import FIRST
+from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.train.monitor import CHECKS, PREFIX
 
-# metric -> (label, higher is better)
+# metric -> (label, higher is better), in the table's order
 HEADLINE = {
-    "capture_rate": ("capture rate", True),
     "rmst": ("RMST: mean turns to capture, censored", False),
+    "km_median": ("KM median turns to capture", False),
+    "capture_rate": ("capture rate", True),
+    "truncated_share": ("share hitting the step limit", False),
+    "episode_length": ("episode length (turns)", False),
     "base_return/predator": ("base return, predator", True),
     "base_return/prey": ("base return, prey", True),
+}
+# Shown after the headline, labelled: biased towards arms whose slow episodes never end.
+DIAGNOSTICS = {
+    "steps_to_capture": ("steps to capture, captured episodes only (survivor-biased)", False),
 }
 CURVES = ("capture_rate", "episode_length", "return/predator/base", "return/prey/base")
 BOOTSTRAP_REPS = 2000
@@ -40,7 +59,7 @@ def read_results(path: Path) -> dict[str, dict[str, dict[int, float]]]:
     table: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
-            table[row["metric"]][row["arm"]][int(row["seed"])] = float(row["value"])
+            table[row["metric"]][row["arm"]][int(row["seed"])] = float_value(row["value"])
     return table
 
 
@@ -49,7 +68,7 @@ def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]
     table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
-            table[row["metric"]][row["arm"]][int(row["seed"])][int(row["env_steps"])] = float(
+            table[row["metric"]][row["arm"]][int(row["seed"])][int(row["env_steps"])] = float_value(
                 row["value"]
             )
     return table
@@ -60,28 +79,45 @@ def _finite(values) -> np.ndarray:
     return arr[np.isfinite(arr)]
 
 
-def headline_stats(results: dict, arms: list[str], baseline: str) -> dict:
-    """{metric: {arm: {"n", "iqm", "low", "high", "poi", "poi_low", "poi_high"}}}."""
+def _seed_values(results: dict, metric: str, arm: str, cap: float | None) -> np.ndarray:
+    """An arm's per-seed values of ``metric``, NaN dropped; an infinite KM median (under
+    half the episodes captured) counts as the step limit ``cap``, a lower bound of it."""
+    values = np.asarray(list(results[metric].get(arm, {}).values()), np.float64)
+    if metric == "km_median" and cap is not None:
+        values = np.where(np.isposinf(values), float(cap), values)
+    return values[np.isfinite(values)]
+
+
+def headline_stats(
+    results: dict,
+    arms: list[str],
+    baseline: str | Sequence[str],
+    cap: float | None = None,
+    metrics: dict | None = None,
+) -> dict:
+    """{metric: {arm: {"n", "iqm", "low", "high", "poi": {reference: Interval}}}} over
+    ``metrics`` (default :data:`HEADLINE`), P(improvement) against every reference arm of
+    ``baseline`` (one name or several); ``cap``: the evaluation's step limit (see
+    :func:`_seed_values`)."""
+    references = [baseline] if isinstance(baseline, str) else list(baseline)
     out: dict = {}
-    for metric, (_, higher) in HEADLINE.items():
+    for metric, (_, higher) in (HEADLINE if metrics is None else metrics).items():
         if metric not in results:
             continue
         out[metric] = {}
-        base = results[metric].get(baseline, {})
+        sign = 1.0 if higher else -1.0
         for arm in arms:
-            by_seed = results[metric].get(arm, {})
-            values = _finite(by_seed.values())
-            entry: dict = {"n": int(values.size)}
+            values = _seed_values(results, metric, arm, cap)
+            entry: dict = {"n": int(values.size), "poi": {}}
             if values.size:
                 ci = stats.bootstrap_ci(values, "iqm", reps=BOOTSTRAP_REPS)
                 entry.update(iqm=ci.point, low=ci.low, high=ci.high)
-            base_values = _finite(base.values())
-            if arm != baseline and values.size and base_values.size:
-                sign = 1.0 if higher else -1.0
-                poi = stats.probability_of_improvement_ci(
-                    sign * values, sign * base_values, reps=BOOTSTRAP_REPS
-                )
-                entry.update(poi=poi.point, poi_low=poi.low, poi_high=poi.high)
+            for ref in references:
+                ref_values = _seed_values(results, metric, ref, cap)
+                if arm != ref and values.size and ref_values.size:
+                    entry["poi"][ref] = stats.probability_of_improvement_ci(
+                        sign * values, sign * ref_values, reps=BOOTSTRAP_REPS
+                    )
             out[metric][arm] = entry
     return out
 
@@ -100,7 +136,10 @@ def write_report(output_dir: str | Path) -> Path:
     curves = read_curves(out / "curves.csv") if (out / "curves.csv").exists() else {}
     arms = list(info["arms"])
     baseline = info["baseline"]
-    head = headline_stats(results, arms, baseline)
+    references = list(info.get("baselines") or [baseline])
+    cap = info.get("eval_step_limit")
+    head = headline_stats(results, arms, references, cap)
+    diagnostics = headline_stats(results, arms, references, cap, DIAGNOSTICS)
 
     lines = [f"# Sweep report: {info.get('sweep', '')}", ""]
     lines.append(
@@ -139,32 +178,30 @@ def write_report(output_dir: str | Path) -> Path:
             + (" " + ", ".join(f"{k}={v:g}" for k, v in settings.items()) + " |" if hyper else "")
         )
 
+    against = ", ".join(f"`{r}`" for r in references)
     lines += [
         "",
         "## Task metrics (headline)",
         "",
-        f"IQM over seeds [95 % stratified-bootstrap CI]; P(improvement) = probability "
-        f"that a run of the arm beats a run of `{baseline}` (ties count half), "
-        f"[95 % CI].",
+        f"IQM over seeds [95 % stratified-bootstrap CI]; P(improvement vs X) = probability "
+        f"that a run of the arm beats a run of reference arm X ({against}; ties count half), "
+        f"[95 % CI]. RMST is the mean time to capture with episodes censored at the step "
+        f"limit; a seed whose Kaplan-Meier median is not reached counts as the step limit "
+        f"(a lower bound).",
         "",
     ]
-    lines += [
-        "| metric | arm | n | IQM [95 % CI] | P(improvement) [95 % CI] |",
-        "|---|---|---|---|---|",
-    ]
-    for metric, per_arm in head.items():
-        label, higher = HEADLINE[metric]
-        label += " (higher is better)" if higher else " (lower is better)"
-        for arm, e in per_arm.items():
-            iqm = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
-            poi = (
-                f"{e['poi']:.2f} [{e['poi_low']:.2f}, {e['poi_high']:.2f}]"
-                if "poi" in e
-                else ("baseline" if arm == baseline else "-")
-            )
-            lines.append(f"| {label} | {arm} | {e['n']} | {iqm} | {poi} |")
+    lines += metric_table(head, HEADLINE, references)
+    lines += baseline_lines(read_baselines(out / BASELINES_FILE))
+    if diagnostics:
+        lines += [
+            "",
+            "Diagnostic, not a headline: the mean over captured episodes only is "
+            "survivor-biased (an arm that rarely captures, quickly when it does, looks fast).",
+            "",
+        ]
+        lines += metric_table(diagnostics, DIAGNOSTICS, references)
 
-    lines += km_median_lines(results, arms, info.get("eval_step_limit"))
+    lines += km_median_lines(results, arms, cap)
     lines += [
         "",
         "## Per-term return per agent, by role (as paid; mean over seeds)",
@@ -200,12 +237,174 @@ def write_report(output_dir: str | Path) -> Path:
             )
         lines.append("")
 
+    lines += audit_lines(out / AUDIT_FILE, arms, info.get("audit", True))
+    lines += monitor_lines(results, arms, info.get("monitor"))
+    watched = info.get("monitor") or {}
+    window = (watched.get("config") or {}).get("window", WINDOW)
+    after = watched.get("warmup_updates", 0) * info.get("env_steps_per_update", 0)
+    lines += flag_timing_lines(results, curves, arms, window, after)
+    lines += outcome_lines(out / AUDIT_FILE, results, head, arms, references)
     plots = _plot(out, head, curves, arms)
     if plots:
         lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     report = out / "report.md"
     write_text(report, "\n".join(lines) + "\n")
     return report
+
+
+def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
+    """The rows of a headline-style table: metric, arm, n, IQM [CI], then one
+    P(improvement) [CI] column per reference arm."""
+    lines = [
+        "| metric | arm | n | IQM [95 % CI] | "
+        + " | ".join(f"P(improvement vs {r}) [95 % CI]" for r in references)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(references),
+    ]
+    for metric, per_arm in head.items():
+        label, higher = labels[metric]
+        label += " (higher is better)" if higher else " (lower is better)"
+        for arm, e in per_arm.items():
+            iqm = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
+            pois = []
+            for ref in references:
+                poi = e["poi"].get(ref)
+                pois.append(
+                    f"{poi.point:.2f} [{poi.low:.2f}, {poi.high:.2f}]"
+                    if poi is not None
+                    else ("reference" if arm == ref else "-")
+                )
+            lines.append(f"| {label} | {arm} | {e['n']} | {iqm} | " + " | ".join(pois) + " |")
+    return lines
+
+
+def audit_lines(path: Path, arms: list[str], enabled: bool) -> list[str]:
+    """report.md's "Audit before training": per arm, the flags the reward audit raised."""
+    lines = ["", "## Audit before training", ""]
+    if not path.is_file():
+        why = "`audit: false` in the sweep file" if not enabled else "no audit.csv"
+        return lines + [f"Not run ({why})."]
+    rows = read_audit(path)
+    lines += [
+        "The reward audit (`ppage-jax audit`) of each arm with baseline policies, before "
+        "training; audit.csv has every check. Flags, by the audit's own names:",
+        "",
+        "| arm | flags | details |",
+        "|---|---|---|",
+    ]
+    for arm in arms:
+        raised = [r for r in rows if r["arm"] == arm and r["flagged"] == "1"]
+        kinds = list(dict.fromkeys(r["check"] for r in raised))
+        detail = "; ".join(
+            f"{r['check']}: " + " ".join(r["detail"].split()).replace("|", "/") for r in raised
+        )
+        lines.append(f"| {arm} | {', '.join(kinds) or 'none'} | {detail or '-'} |")
+    return lines
+
+
+def baseline_lines(baselines: dict[str, dict[str, float]]) -> list[str]:
+    """report.md lines: the fixed baselines on the same held-out layouts (baselines.csv)."""
+    if not baselines:
+        return []
+    metrics = ("rmst", "km_median", "capture_rate", "truncated_share")
+    lines = [
+        "",
+        "Fixed baselines on the same held-out layouts (one evaluation each, no training):",
+        "",
+        "| baseline | " + " | ".join(HEADLINE[m][0] for m in metrics) + " |",
+        "|---|" + "---|" * len(metrics),
+    ]
+    for policy, values in baselines.items():
+        lines.append(
+            f"| {policy} | " + " | ".join(_fmt(values.get(m, math.nan)) for m in metrics) + " |"
+        )
+    return lines
+
+
+def outcome_lines(
+    audit_path: Path, results: dict, head: dict, arms: list[str], references: list[str]
+) -> list[str]:
+    """report.md's "Audit, monitor and outcome": per arm, the audit's flags before training,
+    how many seeds the monitor flagged during training, and the headline task metric (RMST
+    IQM and P(improvement) against each reference arm), side by side."""
+    if "rmst" not in head:
+        return []
+    rows = read_audit(audit_path) if audit_path.is_file() else None
+    columns = [m for m in results if m.startswith(PREFIX)]
+    lines = [
+        "",
+        "## Audit, monitor and outcome",
+        "",
+        "| arm | audit flags (before training) | monitor: seeds flagged | RMST IQM [95 % CI] | "
+        + " | ".join(f"P(improvement vs {r})" for r in references)
+        + " |",
+        "|---|---|---|---|" + "---|" * len(references),
+    ]
+    for arm in arms:
+        if rows is None:
+            audit = "not run"
+        else:
+            raised = [r["check"] for r in rows if r["arm"] == arm and r["flagged"] == "1"]
+            audit = ", ".join(dict.fromkeys(c for c in raised if c != "dead_term")) or "none"
+        watched = [c for c in columns if arm in results[c]]
+        if watched:
+            seeds = sorted({s for c in watched for s in results[c][arm]})
+            hit = sum(any(results[c][arm].get(s) == 1 for c in watched) for s in seeds)
+            monitor = f"{hit}/{len(seeds)}"
+        else:
+            monitor = "not watched"
+        e = head["rmst"].get(arm, {})
+        rmst = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
+        pois = [str(e["poi"][r]) if r in e.get("poi", {}) else "reference" for r in references]
+        lines.append(f"| {arm} | {audit} | {monitor} | {rmst} | " + " | ".join(pois) + " |")
+    return lines + [
+        "",
+        "Audit flags leave out `dead_term` (a term or param that never paid anything); "
+        "the audit section has every flag.",
+        "",
+    ]
+
+
+def monitor_lines(results: dict, arms: list[str], monitor: dict | None) -> list[str]:
+    """report.md's monitor section: per arm and check, how many seeds flagged it and the
+    earliest and median env step of the first flag (over the flagged seeds)."""
+    lines = ["", "## Reward-hacking monitor (training curves)", ""]
+    config = (monitor or {}).get("config") or {}
+    if config.get("enabled") is False:
+        return lines + ["Disabled (`experiment.monitor.enabled: false`)."]
+    columns = [m for m in results if m.startswith(PREFIX)]
+    lines += [
+        "The monitor of `ppage-jax run` over each run's per-update curve: a check flags "
+        "when the shaped return rises while the task gets worse (`hacking`), while the "
+        "episode length moves against the task (`episode_length`), or when a shaping "
+        "term's share of the return drifts up with no task gain (`share`). Columns "
+        "`monitor/<check>/<role>[/<term>]` and `monitor_first/...` of results.csv.",
+        "",
+        "| arm | check | role | seeds flagged | first flag: earliest | first flag: median |",
+        "|---|---|---|---|---|---|",
+    ]
+    for arm in arms:
+        watched = [c for c in columns if arm in results[c]]
+        if not watched:
+            lines.append(f"| {arm} | not watched (no learning role is paid a shaping term) |||||")
+            continue
+        for column in watched:
+            check, role, *term = column[len(PREFIX) :].split("/")
+            flags = results[column][arm]
+            firsts = _finite(results.get(FIRST + column[len(PREFIX) :], {}).get(arm, {}).values())
+            name = check if check in CHECKS else column
+            if term:
+                name = f"{check} ({term[0]})"
+            flagged = int(sum(v == 1 for v in flags.values()))
+            lines.append(
+                f"| {arm} | {name} | {role} | {flagged}/{len(flags)} | "
+                + (
+                    f"{int(firsts.min()):,} | {np.median(firsts):,.0f} |"
+                    if firsts.size
+                    else "- | - |"
+                )
+            )
+    return lines + [""]
 
 
 def km_median_lines(results: dict, arms: list[str], cap: int | None) -> list[str]:

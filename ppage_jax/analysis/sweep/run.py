@@ -13,16 +13,23 @@ Results are committed after every chunk (:mod:`.writer`), so an interrupted swee
 finished and ``run_sweep(..., resume=True)`` (``ppage-jax sweep --resume OUT_DIR``) runs only
 the rest:
 
+- ``audit.csv``: the reward audit of every arm, run before training (:mod:`.auditing`;
+  skipped with ``audit: false``, and on resume when the file is there);
+- ``baselines.csv``: the fixed baselines (random and greedy BFS chase or evade) on the same
+  held-out layouts (:mod:`.baselines`; kept on resume);
 - ``results.csv``: tidy ``arm, seed, metric, value`` rows of the evaluation (capture rate,
   time to capture censored at the step limit: ``rmst`` and ``km_median``, the share that hit
   the limit, episode length, steps to capture of the captured episodes, base-reward return
-  per role at unit weight, per-term return per role as paid; :mod:`.metrics`);
+  per role at unit weight, per-term return per role as paid; :mod:`.metrics`) and of the
+  reward-hacking monitor over the run's training curve (``monitor/...`` flags and
+  ``monitor_first/...`` env steps; :mod:`.monitoring`);
 - ``curves.csv``: ``arm, seed, update, env_steps, metric, value`` per training update;
 - ``sweep.json``: the resolved arms, seeds and timings; then ``report.md`` and plots
   (:mod:`ppage_jax.analysis.sweep.report`).
 
 Modules: ``trainers`` (the default train/eval functions), ``program`` (stacking, compiling,
-chunking), ``metrics`` (per-run numbers), ``writer`` (files), ``run`` (:func:`run_sweep`).
+chunking), ``metrics`` (per-run numbers), ``monitoring`` (the reward-hacking monitor per run),
+``auditing`` (the audit stage), ``writer`` (files), ``run`` (:func:`run_sweep`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,10 @@ import jax
 import numpy as np
 
 from ppage_jax import distributed
+from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, audit_rows, write_audit
+from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, baseline_rows, write_baselines
 from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
+from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
 from ppage_jax.analysis.sweep.program import (
     MEMORY_BUDGET_ENV,
     compile_chunk,
@@ -150,6 +160,30 @@ def run_sweep(
         overwrite=overwrite,
     )
     recorder = SweepRecorder(loggers if lead else (), out_dir, spec)
+    names = [arm.name for arm in spec.arms]
+    arm_params = spec.arm_params(env)
+    monitors = arm_monitors(spec.config, env, arm_params, names) if lead else {}
+    if lead:
+        writer.write_description(
+            monitor={
+                "config": spec.config["experiment"].get("monitor") or {},
+                "watched": {n: list(m.columns) if m else [] for n, m in monitors.items()},
+                "warmup_updates": max((m.warmup for m in monitors.values() if m), default=0),
+            },
+            audit=spec.audit,
+        )
+        if spec.audit and not (out_dir / AUDIT_FILE).is_file():  # resume keeps it
+            write_audit(out_dir, audit_rows(env, arm_params, names, horizon))
+        if not (out_dir / BASELINES_FILE).is_file():  # resume keeps it
+            rows = baseline_rows(
+                spec.config,
+                env,
+                env.default_params,
+                spec.eval_seed,
+                spec.eval_episodes,
+                spec.eval_max_steps,
+            )
+            write_baselines(out_dir, rows)
     budget = None
     if writer.chunk_size is not None:  # resuming: the recorded chunks, the same program
         chunk = writer.chunk_size
@@ -216,6 +250,7 @@ def run_sweep(
             arm, seed = runs[first + j]
             result = run_metrics(env, take(episodes, j), horizon)
             curve = curve_rows(env, take(metrics, j), env_steps_per_update)
+            result.update(monitor_run(monitors[arm], seed, curve))
             results[(arm, seed)], curves[(arm, seed)] = result, curve
             finished.append((arm, seed, result, curve))
             recorder.add(arm, seed, result, curve)

@@ -12,6 +12,8 @@ A sweep file holds one top-level key, ``sweep``::
         slow: {config: configs/ablation/both, hyperparams: {learning_rate: 1.0e-4}}
         split_credit: {params: {base: {credit: split}}, applies_to: {survival: all}}
       baseline: base_only               # P(improvement) is reported against this arm
+                                        # (or a list of arms: [base_only, both])
+      audit: true                       # reward audit of every arm before training
       seeds: 8                          # training seeds per arm, paired across arms
       train_seed: 0                     # seed i trains from PRNGKey(train_seed + i)
       eval: {seed: 1000000, episodes: 256, max_steps: null, policy: greedy}   # held-out block
@@ -40,10 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from ppage_jax.config import (
+    NAME_RULE,
     PACKAGED_CONFIGS,
     SECTIONS,
     Config,
     ConfigError,
+    is_safe_name,
     load_config,
     load_yaml,
 )
@@ -62,6 +66,7 @@ SWEEP_KEYS = (
     "eval",
     "chunk_size",
     "output_dir",
+    "audit",
 )
 ARM_KEYS = ("config", "weights", "disable", "params", "applies_to", "hyperparams")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
@@ -103,6 +108,9 @@ class SweepSpec:
     eval_policy: str
     chunk_size: int | None
     output_dir: str
+    # every reference arm of P(improvement), ``baseline`` first (``sweep.baseline`` as a list)
+    baselines: tuple[str, ...] = ()
+    audit: bool = True  # run the reward audit of every arm before training
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -157,6 +165,7 @@ class SweepSpec:
             "terms": list(self.terms),
             "arms": arms,
             "baseline": self.baseline,
+            "baselines": list(self.baselines or (self.baseline,)),
             "seeds": self.seeds,
             "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
             "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
@@ -253,7 +262,7 @@ def load_sweep(
     """Read and validate a sweep file (``None``: PPAGE's four-condition ablation).
 
     ``overrides`` replace top-level sweep keys (``{"seeds": 2}``); a ``set`` override is
-    merged into the file's ``set``. ``arms`` keeps only those arms (and the baseline). Every
+    merged into the file's ``set``. ``arms`` keeps only those arms (and the baselines). Every
     problem raises a ConfigError naming the file, the key, the value and what is allowed.
     """
     if path is None:
@@ -297,20 +306,30 @@ def load_sweep(
                 "must be a non-empty mapping of arm name to "
                 f"arm (keys {list(ARM_KEYS)}); omit it for PPAGE's four conditions",
             )
+        for name in arms_raw:  # arm names become folders, file names and table cells
+            if not is_safe_name(name):
+                read.fail("sweep.arms", name, f"an arm name must be a string {NAME_RULE}")
     else:
         arms_raw = {name: {"config": f"{ABLATION_DIR}/{name}"} for name in ABLATION_ARMS}
     baseline = body.get(
         "baseline", "base_only" if "base_only" in arms_raw else next(iter(arms_raw))
     )
-    if baseline not in arms_raw:
-        read.fail("sweep.baseline", baseline, f"must name an arm: {list(arms_raw)}")
+    baselines = baseline if isinstance(baseline, list) and baseline else [baseline]
+    for name in baselines:
+        if not isinstance(name, str) or name not in arms_raw:
+            read.fail(
+                "sweep.baseline", name, f"must name an arm (or be a list of arms): {list(arms_raw)}"
+            )
+    audit = body.get("audit", True)
+    if not isinstance(audit, bool):
+        read.fail("sweep.audit", audit, "must be true or false (run the reward audit first)")
     if arms is not None:
         unknown = [a for a in arms if a not in arms_raw]
         if unknown:
             raise ConfigError(
                 "--arms", "arms", unknown[0], f"not an arm of {source}; its arms: {list(arms_raw)}"
             )
-        arms_raw = {k: v for k, v in arms_raw.items() if k in arms or k == baseline}
+        arms_raw = {k: v for k, v in arms_raw.items() if k in arms or k in baselines}
     arms = tuple(
         _read_arm(read, str(name), spec, config, sets, base) for name, spec in arms_raw.items()
     )
@@ -358,7 +377,7 @@ def load_sweep(
         source,
         shared,
         arms,
-        str(baseline),
+        str(baselines[0]),
         seeds,
         train_seed,
         eval_seed,
@@ -367,13 +386,23 @@ def load_sweep(
         eval_policy,
         chunk,
         output_dir,
+        tuple(dict.fromkeys(baselines)),
+        audit,
     )
 
 
 def _read_arm(
-    read: _Reader, name: str, spec: Any, base_config: Config, sets: dict, base: Path
+    read: _Reader,
+    name: str,
+    spec: Any,
+    base_config: Config,
+    sets: dict,
+    base: Path,
+    where: str | None = None,
 ) -> Arm:
-    where = f"sweep.arms.{name}"
+    """One arm of a sweep file (``where``: its key in error messages, default
+    ``sweep.arms.<name>``; a reward search reads its design and references with it)."""
+    where = where or f"sweep.arms.{name}"
     spec = read.mapping(where, spec, ARM_KEYS)
     hyperparams = _read_hyperparams(read, where, spec.get("hyperparams"), base_config)
     if "config" in spec:

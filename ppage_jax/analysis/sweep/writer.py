@@ -9,7 +9,8 @@ looks finished.
   first, then the manifest (each atomically), so a kill in between only repeats that chunk;
 - ``results.csv`` (``arm, seed, metric, value``) and ``curves.csv`` (``arm, seed, update,
   env_steps, metric, value``): regenerated from the listed chunks after each commit, so
-  they only ever hold rows of finished chunks, in run order;
+  they only ever hold rows of finished chunks, in run order; values are exact (``repr``),
+  NaN an empty cell;
 - ``sweep.json``: the resolved arms, seeds and timings.
 
 A directory that already holds a sweep is refused unless resuming (same identity) or
@@ -25,6 +26,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -55,9 +57,23 @@ SWEEP_FILES = (
     "report.md",
     "headline.png",
     "curves.png",
+    "audit.csv",
+    "baselines.csv",
 )
 
 Curve = tuple[int, int, str, float]
+
+
+def cell(value: float) -> str:
+    """A value as written: exact (``repr``), NaN as an empty cell (``float_value`` reads
+    it back)."""
+    value = float(value)
+    return "" if math.isnan(value) else repr(value)
+
+
+def float_value(text: str) -> float:
+    """A value cell read back: an empty cell is NaN."""
+    return float(text) if text != "" else math.nan
 
 
 def identity_hash(identity: dict) -> str:
@@ -175,8 +191,8 @@ class SweepWriter:
         try:
             with open(self._chunk_path(index, "results"), newline="") as fh:
                 for row in csv.DictReader(fh):
-                    results.setdefault((row["arm"], int(row["seed"])), {})[row["metric"]] = float(
-                        row["value"]
+                    results.setdefault((row["arm"], int(row["seed"])), {})[row["metric"]] = (
+                        float_value(row["value"])
                     )
             with open(self._chunk_path(index, "curves"), newline="") as fh:
                 for row in csv.DictReader(fh):
@@ -185,7 +201,7 @@ class SweepWriter:
                             int(row["update"]),
                             int(row["env_steps"]),
                             row["metric"],
-                            float(row["value"]),
+                            float_value(row["value"]),
                         )
                     )
         except (OSError, KeyError, ValueError) as err:
@@ -209,12 +225,12 @@ class SweepWriter:
         """Record finished chunk ``index`` (runs ``first ...``): its files, then the manifest
         (the commit), then the regenerated results.csv and curves.csv."""
         results = [
-            (arm, seed, metric, repr(float(value)))
+            (arm, seed, metric, cell(value))
             for arm, seed, metrics, _ in runs
             for metric, value in metrics.items()
         ]
         curves = [
-            (arm, seed, update, steps, metric, repr(float(value)))
+            (arm, seed, update, steps, metric, cell(value))
             for arm, seed, _, rows in runs
             for update, steps, metric, value in rows
         ]

@@ -1,0 +1,88 @@
+"""The search's constraint and ranking: candidates are scored on the task metric only, never
+on the shaped return, and one that the reward-hacking monitor flags in the majority of its
+seeds is infeasible (it ranks after every feasible candidate, and says why).
+
+A run is *flagged* when any of the constraint's monitor checks (``hacking``,
+``episode_length``, ``share``; :mod:`ppage_jax.train.monitor`) fired on its training curve:
+a ``monitor/<check>/...`` column of its result is 1. A candidate whose design pays no
+learning role a shaping term has no monitor columns and is never flagged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ppage_jax.analysis.search.spec import Constraint
+from ppage_jax.train.monitor import PREFIX
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """One candidate's score: the mean task metric over its seeds, the loss (lower is
+    better), the seeds the monitor flagged (with the checks), and feasibility with why not."""
+
+    metric: float
+    loss: float
+    flagged: dict[int, list[str]]
+    feasible: bool
+    reason: str
+
+
+def flagged_checks(result: Mapping[str, float], checks: Sequence[str]) -> list[str]:
+    """The monitor columns of one run that fired, among ``checks``."""
+    out = []
+    for column, value in result.items():
+        if not column.startswith(PREFIX) or not value == 1.0:
+            continue
+        check = column[len(PREFIX) :].split("/", 1)[0]
+        if check in checks:
+            out.append(column[len(PREFIX) :])
+    return sorted(out)
+
+
+def judge(
+    results: Mapping[int, Mapping[str, float]],
+    metric: str,
+    direction: int,
+    constraint: Constraint,
+    cap: float = math.inf,
+) -> Verdict:
+    """A candidate's :class:`Verdict` from its runs' results ``{seed: {metric: value}}``; a
+    non-finite metric (a Kaplan-Meier median never reached) counts as ``cap``, the step
+    limit."""
+    values = [float(r[metric]) if math.isfinite(r[metric]) else cap for r in results.values()]
+    finite = [v for v in values if math.isfinite(v)]
+    mean = float(np.mean(finite)) if finite else math.nan
+    # an infinite metric (km_median never reached) ranks as the worst
+    loss = -direction * mean if finite else math.inf
+    flagged: dict[int, list[str]] = {}
+    if constraint.monitor:
+        for seed, result in results.items():
+            checks = flagged_checks(result, constraint.checks)
+            if checks:
+                flagged[seed] = checks
+    feasible = not (2 * len(flagged) > len(results))
+    reason = ""
+    if not feasible:
+        seen = sorted({c for cs in flagged.values() for c in cs})
+        reason = (
+            f"the reward-hacking monitor flagged {len(flagged)} of {len(results)} seeds "
+            f"({', '.join(seen)})"
+        )
+    return Verdict(mean, loss, flagged, feasible, reason)
+
+
+def selection_order(candidates: Sequence[Mapping]) -> list[int]:
+    """Indices of ``candidates`` (records with ``feasible``, ``loss``, ``generation``,
+    ``index``) from best to worst: feasible first, then by loss, then by when proposed."""
+
+    def key(i: int):
+        c = candidates[i]
+        loss = c["loss"] if c["loss"] is not None and math.isfinite(c["loss"]) else math.inf
+        return (not c["feasible"], loss, c["generation"], c["index"])
+
+    return sorted(range(len(candidates)), key=key)

@@ -1,0 +1,305 @@
+"""Reward search: propose reward designs, train them all at once, keep what does the task
+without being gamed.
+
+Each generation the strategy (:mod:`.strategies`, evosax) proposes ``population`` designs in
+the search space (:mod:`.space`); every candidate x seed trains and is evaluated on the
+held-out layouts as one call of one compiled program (the sweep's program,
+:mod:`.programs`), compiled once for the whole search. Each candidate is audited (the
+sweep's audit stage, a few episodes per policy pair) and each run is watched by the
+reward-hacking monitor (the sweep's, host-side). Candidates are ranked on the task metric
+alone, the infeasible ones (flagged by the monitor in most seeds) last (:mod:`.constraint`),
+and the ranks go back to the strategy. After the last generation the selected design is
+re-evaluated with the reference arms on fresh training seeds and fresh layouts, in one more
+program (:mod:`.reevaluate`), and the report is written (:mod:`.report`).
+
+A killed search resumes from its last finished generation: the strategy's state is replayed
+from the recorded ranks (the proposals are checked to be the recorded ones), and the results
+are byte-identical to an uninterrupted search (:mod:`.writer`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from ppage_jax.analysis.search.constraint import judge, selection_order
+from ppage_jax.analysis.search.programs import RunProgram
+from ppage_jax.analysis.search.space import candidate_arm, candidate_values
+from ppage_jax.analysis.search.spec import SearchSpec, load_search
+from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
+from ppage_jax.analysis.search.writer import SearchWriter
+from ppage_jax.analysis.sweep.auditing import audit_rows
+from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
+from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn
+from ppage_jax.artifacts import OutputError, fault
+from ppage_jax.env import make
+from ppage_jax.tracking.sweep import SweepRecorder
+
+SELECTED = "selected"
+
+
+def candidate_name(generation: int, index: int) -> str:
+    return f"g{generation:02d}c{index:02d}"
+
+
+def search_identity(spec: SearchSpec, env_steps_per_update: int, horizon: int) -> dict:
+    """What defines a search's results (hashed into its manifest)."""
+    described = {k: v for k, v in spec.describe().items() if k not in ("search", "config")}
+    return dict(described, env_steps_per_update=env_steps_per_update, eval_step_limit=horizon)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def search_rewards(
+    spec: SearchSpec | str | Path,
+    output_dir: str | Path | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    report: bool = True,
+    loggers: Sequence[str] = (),
+    should_stop: Callable[[], bool] | None = None,
+    train_fn: TrainFn | None = None,
+    eval_fn: EvalFn | None = None,
+    env_steps_per_update: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the reward search ``spec`` (a :class:`SearchSpec` or a search file's path).
+
+    Writes ``output_dir`` (default: the spec's ``output_dir``) as each generation finishes;
+    a directory that already holds a search is refused unless ``resume`` (continue it from
+    its last finished generation) or ``overwrite``. ``should_stop()`` is asked between
+    generations. ``train_fn``/``eval_fn`` replace the config's algorithm and evaluation of
+    the search's generations (the sweep's contract; tests count traces with them).
+    ``loggers`` (``ppage_jax.tracking`` backends) get every run and each generation's
+    summary. ``log`` receives one line per notable event (default: stderr).
+
+    Returns ``{"candidates", "best", "reevaluation", "generations_run", "compile_calls",
+    "seconds", "output_dir", "stopped", "report"}``.
+    """
+    from tqdm.auto import tqdm
+
+    if not isinstance(spec, SearchSpec):
+        spec = load_search(spec)
+    say = log or _stderr
+    env = make(spec.config)
+    template = spec.sweep()
+    program = RunProgram(template, env, train_fn, eval_fn, env_steps_per_update)
+    steps = program.env_steps_per_update
+    horizon = spec.eval_max_steps or int(np.asarray(env.default_params.max_steps).reshape(-1)[0])
+    out_dir = Path(output_dir or spec.output_dir)
+    writer = SearchWriter(
+        out_dir,
+        dict(
+            spec.describe(),
+            devices=jax.device_count(),
+            platform=jax.devices()[0].platform,
+            env_steps_per_update=steps,
+            eval_step_limit=horizon,
+        ),
+        search_identity(spec, steps, horizon),
+        resume=resume,
+        overwrite=overwrite,
+    )
+    keys_order = [d.key for d in spec.dims]
+    start_unit = [d.unit(d.current(spec.design)) for d in spec.dims]
+    strategy = Strategy(
+        spec.strategy, spec.population, len(spec.dims), spec.seed, start_unit, spec.std
+    )
+    candidates: list[dict] = []
+    for g in writer.finished():  # replay the strategy from the recorded ranks
+        record = writer.read_generation(g)
+        asked = strategy.ask()
+        recorded = np.asarray([c["unit"] for c in record["candidates"]], np.float64)
+        if g != strategy.generation or not np.array_equal(asked, recorded):
+            raise OutputError(
+                f"{out_dir}: generation {g} was proposed differently on this machine; the "
+                f"search cannot be resumed here (rerun it with --overwrite)"
+            )
+        strategy.tell(record["fitness"])
+        candidates.extend(record["candidates"])
+    asked_stop = should_stop or (lambda: False)
+    todo = [g for g in range(spec.generations) if g not in set(writer.finished())]
+    bar = tqdm(
+        total=spec.generations,
+        initial=spec.generations - len(todo),
+        unit="gen",
+        desc="search",
+        disable=not progress,
+    )
+    start = time.perf_counter()
+    tracker = SearchTracker(loggers, out_dir, spec)
+    ran, stopped = 0, False
+    for g in todo:
+        if asked_stop():
+            stopped = True
+            break
+        unit = strategy.ask()
+        values = candidate_values(spec.dims, unit)
+        names = [candidate_name(g, i) for i in range(spec.population)]
+        arms = tuple(
+            candidate_arm(spec.design, spec.dims, v, n) for v, n in zip(values, names, strict=True)
+        )
+        gspec = spec.sweep(arms)
+        arm_params = gspec.arm_params(env)
+        audit = (
+            audit_rows(env, arm_params, names, horizon, spec.audit_episodes)
+            if spec.audit_episodes
+            else []
+        )
+        monitors = arm_monitors(spec.config, env, arm_params, names)
+        recorder = SweepRecorder(loggers, out_dir, gspec)
+        runs, keys, inputs = program.inputs(gspec)
+        metrics, episodes = program(keys, inputs)
+        fault(f"generation:{ran + 1}")  # testing hook: killed after a generation's program
+        results: dict[tuple[str, int], dict[str, float]] = {}
+        for j, (arm, seed) in enumerate(runs):
+            result, curve = program.results(metrics, episodes, j, horizon)
+            result.update(monitor_run(monitors[arm], seed, curve))
+            results[arm, seed] = result
+            recorder.add(arm, seed, result, curve)
+        record_cands = []
+        for i, name in enumerate(names):
+            per_seed = {s: r for (a, s), r in results.items() if a == name}
+            verdict = judge(per_seed, spec.metric, spec.direction, spec.constraint, horizon)
+            record_cands.append(
+                {
+                    "name": name,
+                    "generation": g,
+                    "index": i,
+                    "unit": [float(u) for u in unit[i]],
+                    "values": [float(v) for v in values[i]],
+                    "seeds": sorted(per_seed),
+                    "metric": verdict.metric,
+                    "loss": verdict.loss,
+                    "flagged_seeds": {str(s): len(c) for s, c in verdict.flagged.items()},
+                    "flagged_checks": {str(s): c for s, c in verdict.flagged.items()},
+                    "feasible": verdict.feasible,
+                    "reason": verdict.reason,
+                    "audit_flags": sorted(
+                        {row[1] for row in audit if row[0] == name and row[4] == 1}
+                    ),
+                }
+            )
+            if not verdict.feasible:
+                say(f"search generation {g}: {name} is infeasible: {verdict.reason}")
+        fitness = rank_fitness(
+            [c["loss"] for c in record_cands], [c["feasible"] for c in record_cands]
+        )
+        for c, f in zip(record_cands, fitness, strict=True):
+            c["rank"] = int(f)
+        record = {
+            "generation": g,
+            "keys": keys_order,
+            "metric": spec.metric,
+            "candidates": record_cands,
+            "fitness": [float(f) for f in fitness],
+            "strategy_mean": None if strategy.mean() is None else list(strategy.mean()),
+        }
+        strategy.tell(fitness)
+        writer.add_generation(g, record, results, audit)
+        candidates.extend(record_cands)
+        tracker.generation(g, record_cands)
+        ran += 1
+        bar.update(1)
+        feasible = [c["metric"] for c in record_cands if c["feasible"]]
+        bar.set_postfix(
+            best=f"{min(feasible) if spec.direction < 0 else max(feasible):.4g}"
+            if feasible
+            else "none feasible"
+        )
+    bar.close()
+    tracker.close()
+    seconds = time.perf_counter() - start
+    summary: dict[str, Any] = {
+        "candidates": candidates,
+        "generations_run": ran,
+        "compile_calls": program.compile_calls,
+        "output_dir": str(out_dir),
+        "stopped": stopped,
+        "best": None,
+        "reevaluation": None,
+    }
+    if stopped or len(writer.finished()) < spec.generations:
+        summary["seconds"] = seconds
+        writer.write_description(search_seconds=round(seconds, 2))
+        return summary
+    best = candidates[selection_order(candidates)[0]]
+    summary["best"] = best
+    if not best["feasible"]:
+        say(
+            "search: no candidate was feasible; the re-evaluation takes the best infeasible "
+            f"one, {best['name']} ({best['reason']})"
+        )
+    if not writer.reevaluated:
+        from ppage_jax.analysis.search.reevaluate import reevaluate
+
+        say(
+            f"search: re-evaluating {best['name']} ({spec.metric} {best['metric']:.4g} in the "
+            f"search) against {', '.join(r.name for r in spec.references)} on fresh seeds "
+            f"and layouts"
+        )
+        arm = candidate_arm(spec.design, spec.dims, best["values"], SELECTED)
+        re_results, re_episodes = reevaluate(
+            spec, env, arm, horizon, progress, loggers, out_dir, train_fn, steps
+        )
+        writer.write_reevaluation(re_results, re_episodes)
+        summary["reevaluation"] = re_results
+    seconds = time.perf_counter() - start
+    summary["seconds"] = seconds
+    writer.write_description(
+        search_seconds=round(seconds, 2), compile_calls_this_process=program.compile_calls
+    )
+    if report:
+        from ppage_jax.analysis.search.report import write_report
+
+        summary["report"] = str(write_report(out_dir, spec))
+    return summary
+
+
+class SearchTracker:
+    """Each generation's summary to the trackers: one run named ``search``, stepped by
+    generation (best and median task metric, feasible share, the best candidate's values)."""
+
+    def __init__(self, loggers: Sequence[str], out_dir: Path, spec: SearchSpec):
+        from ppage_jax.tracking.base import LOGGERS, flat_hparams, open_logger
+
+        self.spec = spec
+        backends = [b for b in loggers if LOGGERS[b] is not None]
+        self.logger = (
+            open_logger(
+                backends, out_dir, "search", out_dir.name, flat_hparams({"search": spec.describe()})
+            )
+            if backends
+            else None
+        )
+
+    def generation(self, g: int, cands: list[dict]) -> None:
+        if self.logger is None:
+            return
+        spec = self.spec
+        feasible = [c for c in cands if c["feasible"]]
+        scalars = {
+            f"search/median_{spec.metric}": float(np.nanmedian([c["metric"] for c in cands])),
+            "search/feasible_share": len(feasible) / len(cands),
+        }
+        if feasible:
+            pick = min if spec.direction < 0 else max
+            best = pick(feasible, key=lambda c: c["metric"])
+            scalars[f"search/best_{spec.metric}"] = best["metric"]
+            for dim, value in zip(spec.dims, best["values"], strict=True):
+                scalars[f"search/best/{dim.key}"] = value
+        self.logger.log_scalars(g, scalars)
+
+    def close(self) -> None:
+        if self.logger is not None:
+            self.logger.close()

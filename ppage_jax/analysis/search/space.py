@@ -1,0 +1,94 @@
+"""The search space: named dimensions with bounds and a scale, and candidates built from them.
+
+A strategy works in the unit cube ``[0, 1]^d``; :meth:`Dimension.value` maps a coordinate to
+the dimension's bounds (linearly, or log-uniformly for ``scale: log``) and
+:meth:`Dimension.unit` maps back. Coordinates outside the cube are clipped to the bounds.
+
+A dimension names what it sets in a reward design (a :class:`~ppage_jax.analysis.sweep.spec.Arm`):
+
+- ``weights.<term>``: the term's weight;
+- ``params.<term>.<param>``: one of the term's numeric params (``params.base.step_cost``);
+- ``hyperparams.<name>``: a traced training hyperparameter (``hyperparams.learning_rate``).
+
+All are traced, so every candidate of every generation runs in the same compiled program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ppage_jax.analysis.sweep.spec import Arm
+
+KINDS = ("weights", "params", "hyperparams")
+SCALES = ("linear", "log")
+
+
+@dataclasses.dataclass(frozen=True)
+class Dimension:
+    """One searched number: ``kind`` (``weights``/``params``/``hyperparams``), the term (or
+    hyperparameter) it sets, the param (``params`` only), bounds and scale."""
+
+    key: str  # as written in the search file: weights.predator_closeness
+    kind: str
+    name: str  # term name, or hyperparameter name
+    param: str | None
+    low: float
+    high: float
+    scale: str = "linear"
+
+    def value(self, u: float) -> float:
+        """The value at unit coordinate ``u`` (clipped to [0, 1])."""
+        u = min(max(float(u), 0.0), 1.0)
+        if self.scale == "log":
+            lo, hi = math.log(self.low), math.log(self.high)
+            return float(math.exp(lo + u * (hi - lo)))
+        return float(self.low + u * (self.high - self.low))
+
+    def unit(self, value: float) -> float:
+        """The unit coordinate of ``value`` (clipped to the bounds)."""
+        value = min(max(float(value), self.low), self.high)
+        if self.scale == "log":
+            lo, hi = math.log(self.low), math.log(self.high)
+            return (math.log(value) - lo) / (hi - lo)
+        return (value - self.low) / (self.high - self.low)
+
+    def current(self, arm: Arm) -> float:
+        """This dimension's value in ``arm`` (the design the search starts from)."""
+        if self.kind == "hyperparams":
+            return float(arm.hyperparams[self.name])
+        entry = next(e for e in arm.entries if e.name == self.name)
+        return float(entry.weight if self.kind == "weights" else entry.params[self.param])
+
+
+def candidate_values(dims: Sequence[Dimension], unit: np.ndarray) -> np.ndarray:
+    """float64[P, d]: the values of a population of unit vectors [P, d]."""
+    unit = np.asarray(unit, np.float64)
+    return np.array([[d.value(u) for d, u in zip(dims, row, strict=True)] for row in unit])
+
+
+def candidate_arm(
+    design: Arm, dims: Sequence[Dimension], values: Sequence[float], name: str
+) -> Arm:
+    """``design`` with each dimension set to its value, named ``name``."""
+    entries = {e.name: e for e in design.entries}
+    hyper = dict(design.hyperparams)
+    for dim, value in zip(dims, values, strict=True):
+        value = float(value)
+        if dim.kind == "hyperparams":
+            hyper[dim.name] = value
+        elif dim.kind == "weights":
+            entries[dim.name] = dataclasses.replace(entries[dim.name], weight=value)
+        else:
+            params = dict(entries[dim.name].params)
+            params[dim.param] = value
+            entries[dim.name] = dataclasses.replace(entries[dim.name], params=params)
+    return Arm(name, tuple(entries.values()), design.gamma, f"{design.source} + search", hyper)
+
+
+def column(dim: Dimension) -> str:
+    """A dimension's column in search.csv: its key (``weights.predator_closeness``)."""
+    return dim.key

@@ -1,0 +1,490 @@
+"""SEARCH.yaml -> a validated reward search (docs/search.md has every key).
+
+A search file holds one top-level key, ``search``::
+
+    search:
+      config: hybrid                    # base config dir (relative to this file)
+      set: {experiment.total_timesteps: 262144}     # overrides for every run
+      design:                           # edits of the base config's rewards (sweep arm
+        weights: {capture_proximity: 0.0}           # syntax): the design the search starts
+        params: {capture_proximity: {radius: 2.0}}  # from and whose structure it keeps
+      space:                            # what is searched, with bounds and scale
+        weights.predator_closeness: {low: 0.0, high: 0.5}
+        params.base.step_cost: {low: 0.01, high: 0.5, scale: log}
+      strategy: cma_es                  # or {name: cma_es, std: 0.25}; snes; random
+      population: 6
+      seeds: 2                          # training seeds per candidate
+      generations: 4
+      seed: 0                           # the strategy's key
+      train_seed: 0
+      eval: {seed: 1000000, episodes: 64, policy: sampled, metric: rmst}
+      constraint: {monitor: true, checks: [hacking, episode_length, share]}
+      audit: {episodes: 8}              # or false
+      references: {hybrid: {config: hybrid}, potential: {config: potential}}
+      reevaluate: {seeds: 4, train_seed: 100, eval_seed: 2000000, episodes: 128}
+      output_dir: runs/search/reward_design
+
+Every candidate keeps the base design's term structure (the union with the reference arms'
+terms, absent terms at weight 0), so the candidates of every generation and the reference
+arms run in one compiled program each. The four seed blocks (search training, search
+evaluation, re-evaluation training, re-evaluation layouts) must not overlap.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
+from ppage_jax.analysis.search.strategies import STRATEGIES
+from ppage_jax.analysis.sweep.spec import (
+    EVAL_POLICIES,
+    Arm,
+    SweepSpec,
+    _display,
+    _read_arm,
+    _Reader,
+    _shared_config,
+    _union_entries,
+)
+from ppage_jax.config import NAME_RULE, Config, ConfigError, is_safe_name, load_config, load_yaml
+from ppage_jax.rewards.registry import Choice, get_term, reward_terms
+
+SEARCH_KEYS = (
+    "config",
+    "set",
+    "design",
+    "space",
+    "strategy",
+    "population",
+    "seeds",
+    "generations",
+    "seed",
+    "train_seed",
+    "eval",
+    "constraint",
+    "audit",
+    "references",
+    "reevaluate",
+    "output_dir",
+)
+DESIGN_KEYS = ("weights", "disable", "params", "applies_to", "hyperparams")
+DIM_KEYS = ("low", "high", "scale")
+EVAL_KEYS = ("seed", "episodes", "max_steps", "policy", "metric")
+CONSTRAINT_KEYS = ("monitor", "checks")
+AUDIT_KEYS = ("episodes",)
+REEVAL_KEYS = ("seeds", "train_seed", "eval_seed", "episodes")
+STRATEGY_KEYS = ("name", "std")
+# The monitor's checks (ppage_jax.train.monitor.CHECKS) a constraint may count.
+MONITOR_CHECKS = ("hacking", "episode_length", "share")
+# Task metrics a search may rank by: +1 higher is better, -1 lower is better. steps_to_capture
+# (the mean over captured episodes only) is survivor-biased and refused.
+METRICS = {
+    "rmst": -1,
+    "km_median": -1,
+    "episode_length": -1,
+    "truncated_share": -1,
+    "capture_rate": +1,
+}
+REFERENCE_DEFAULT = ("hybrid", "potential")
+
+
+@dataclasses.dataclass(frozen=True)
+class Constraint:
+    """A candidate is infeasible when the reward-hacking monitor flags one of ``checks`` in
+    the majority (more than half) of its seeds; ``monitor: false`` turns the constraint off."""
+
+    monitor: bool = True
+    checks: tuple[str, ...] = MONITOR_CHECKS
+
+
+@dataclasses.dataclass(frozen=True)
+class Reevaluation:
+    """Fresh training seeds and held-out layouts for the selected design and the references."""
+
+    seeds: int = 4
+    train_seed: int = 100
+    eval_seed: int = 2_000_000
+    episodes: int = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpec:
+    """A validated reward search."""
+
+    path: str
+    config: Config  # the base config rewritten to the shared term structure
+    design: Arm  # the base design, every shared term present
+    references: tuple[Arm, ...]
+    dims: tuple[Dimension, ...]
+    strategy: str
+    std: float
+    population: int
+    seeds: int
+    generations: int
+    seed: int
+    train_seed: int
+    eval_seed: int
+    eval_episodes: int
+    eval_max_steps: int | None
+    eval_policy: str
+    metric: str
+    constraint: Constraint
+    audit_episodes: int  # 0: no audit
+    reevaluate: Reevaluation
+    output_dir: str
+
+    @property
+    def direction(self) -> int:
+        """+1 when a higher ``metric`` is better, -1 when lower is."""
+        return METRICS[self.metric]
+
+    def sweep(self, arms: tuple[Arm, ...] | None = None) -> SweepSpec:
+        """The search as a sweep over ``arms`` (default: the design and the references) on
+        the search's seeds and held-out block: the sweep machinery runs each generation."""
+        arms = arms if arms is not None else (self.design, *self.references)
+        return SweepSpec(
+            self.path,
+            self.config,
+            tuple(arms),
+            arms[0].name,
+            self.seeds,
+            self.train_seed,
+            self.eval_seed,
+            self.eval_episodes,
+            self.eval_max_steps,
+            self.eval_policy,
+            None,
+            self.output_dir,
+            (arms[0].name,),
+            False,
+        )
+
+    def reevaluation_sweep(self, best: Arm) -> SweepSpec:
+        """``best`` and the references on the re-evaluation's fresh seeds and layouts."""
+        re = self.reevaluate
+        refs = tuple(r.name for r in self.references)
+        return dataclasses.replace(
+            self.sweep((best, *self.references)),
+            seeds=re.seeds,
+            train_seed=re.train_seed,
+            eval_seed=re.eval_seed,
+            eval_episodes=re.episodes,
+            baseline=refs[0] if refs else best.name,
+            baselines=refs or (best.name,),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready summary (what defines the search's results, with the config by hash)."""
+        base = self.sweep().describe()
+        return {
+            "search": self.path,
+            "config": base["config"],
+            "config_hash": base["config_hash"],
+            "terms": base["terms"],
+            "design": base["arms"][self.design.name],
+            "references": {r.name: base["arms"][r.name] for r in self.references},
+            "space": [
+                {"key": d.key, "low": d.low, "high": d.high, "scale": d.scale} for d in self.dims
+            ],
+            "strategy": self.strategy,
+            "std": self.std,
+            "population": self.population,
+            "seeds": self.seeds,
+            "generations": self.generations,
+            "seed": self.seed,
+            "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
+            "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
+            "eval_max_steps": self.eval_max_steps,
+            "eval_policy": self.eval_policy,
+            "metric": self.metric,
+            "constraint": {
+                "monitor": self.constraint.monitor,
+                "checks": list(self.constraint.checks),
+            },
+            "audit_episodes": self.audit_episodes,
+            "reevaluate": dataclasses.asdict(self.reevaluate),
+        }
+
+
+def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
+    """Read and validate a search file. ``overrides`` replace top-level search keys
+    (``{"generations": 2}``; a ``set`` override is merged into the file's ``set``). Every
+    problem raises a one-line :class:`ConfigError` naming the file, the key, the value and
+    what is allowed."""
+    file = Path(path)
+    source, base = str(file), file.resolve().parent
+    if not file.is_file():
+        raise ConfigError(source, "<path>", str(file), "must be an existing search file")
+    raw = load_yaml(file.read_bytes(), source)
+    read = _Reader(source)
+    if not isinstance(raw, dict) or set(raw) != {"search"}:
+        read.fail(
+            "<top level>",
+            raw if not isinstance(raw, dict) else sorted(raw),
+            "a search file holds exactly one top-level key, 'search'",
+        )
+    body = copy.deepcopy(read.mapping("search", raw["search"], SEARCH_KEYS))
+    for key, value in (overrides or {}).items():
+        if key not in SEARCH_KEYS:
+            raise ConfigError(
+                f"override {key}={value!r}",
+                key,
+                value,
+                f"unknown search key; allowed: {list(SEARCH_KEYS)}",
+            )
+        if key == "set" and isinstance(body.get("set"), dict) and isinstance(value, dict):
+            value = {**body["set"], **value}
+        body[key] = value
+
+    if "config" not in body:
+        read.fail("search.config", None, "must name the base config directory")
+    config_dir = read.resolve("search.config", body["config"], base)
+    sets = read.mapping("search.set", body.get("set"))
+    config = load_config(config_dir, sets)
+
+    design_raw = dict(read.mapping("search.design", body.get("design"), DESIGN_KEYS))
+    space_raw = body.get("space")
+    if not isinstance(space_raw, dict) or not space_raw:
+        read.fail(
+            "search.space",
+            space_raw,
+            "must be a non-empty mapping of weights.<term>, params.<term>.<param> or "
+            "hyperparams.<name> to {low, high, scale}",
+        )
+    # a weight the space searches for a term the design lacks adds the term (defaults)
+    known = reward_terms()
+    weights = dict(design_raw.get("weights") or {})
+    present = {e.name for e in _design_entries(config)}
+    for key in space_raw:
+        parts = str(key).split(".")
+        if parts[0] == "weights" and len(parts) == 2:
+            if parts[1] not in known:
+                read.fail(
+                    f"search.space.{key}",
+                    space_raw[key],
+                    f"unknown reward term {parts[1]!r}; known terms: {list(known)}",
+                )
+            if parts[1] not in present and parts[1] not in weights:
+                weights[parts[1]] = 0.0
+    if weights:
+        design_raw["weights"] = weights
+    design = _read_arm(read, "design", design_raw, config, sets, base, "search.design")
+    design = dataclasses.replace(design, source=f"{_display(Path(config.path))}")
+
+    refs_raw = body.get("references")
+    if refs_raw is None:
+        refs_raw = {name: {"config": name} for name in REFERENCE_DEFAULT if (base / name).is_dir()}
+    if not isinstance(refs_raw, dict):
+        read.fail("search.references", refs_raw, "must be a mapping of arm name to arm")
+    for name in refs_raw:
+        if not is_safe_name(name) or name == "design":
+            read.fail("search.references", name, f"a reference name must be {NAME_RULE}")
+    references = tuple(
+        _read_arm(read, str(name), spec, config, sets, base, f"search.references.{name}")
+        for name, spec in refs_raw.items()
+    )
+    # one term structure: the design holds every shared term (absent ones at weight 0)
+    union = _union_entries((design, *references))
+    own = {e.name: e for e in design.entries}
+    design = dataclasses.replace(
+        design,
+        entries=tuple(own.get(e.name, dataclasses.replace(e, weight=0.0)) for e in union),
+    )
+    dims = tuple(_read_dimension(read, str(k), v, design, config) for k, v in space_raw.items())
+    missing = [d.name for d in dims if d.kind == "hyperparams" and d.name not in design.hyperparams]
+    if missing:  # the design's own value of a searched hyperparameter: the config's
+        from ppage_jax.train.experiment import make_train_config
+
+        hp = make_train_config(config).hp
+        filled = {n: float(hp.traced_value(n)) for n in missing}
+        design = dataclasses.replace(design, hyperparams={**design.hyperparams, **filled})
+
+    strategy_raw = body.get("strategy", "cma_es")
+    if isinstance(strategy_raw, str):
+        strategy_raw = {"name": strategy_raw}
+    strategy_raw = read.mapping("search.strategy", strategy_raw, STRATEGY_KEYS)
+    strategy = strategy_raw.get("name", "cma_es")
+    if strategy not in STRATEGIES:
+        read.fail("search.strategy", strategy, f"must be one of {list(STRATEGIES)}")
+    std = read.number("search.strategy.std", strategy_raw.get("std", 0.25))
+    if not 0 < std <= 1:
+        read.fail("search.strategy.std", std, "must be in (0, 1] (unit-cube units)")
+    population = read.integer("search.population", body.get("population", 8), 1)
+    minimum = STRATEGIES[strategy].min_population
+    if population < minimum:
+        read.fail(
+            "search.population",
+            population,
+            f"must be at least {minimum} for strategy {strategy!r}",
+        )
+    seeds = read.integer("search.seeds", body.get("seeds", 2), 1)
+    generations = read.integer("search.generations", body.get("generations", 4), 1)
+    seed = read.integer("search.seed", body.get("seed", 0), 0)
+    train_seed = read.integer("search.train_seed", body.get("train_seed", 0), 0)
+
+    ev = read.mapping("search.eval", body.get("eval"), EVAL_KEYS)
+    eval_seed = read.integer("search.eval.seed", ev.get("seed", 1_000_000), 0)
+    eval_episodes = read.integer("search.eval.episodes", ev.get("episodes", 64), 1)
+    eval_max_steps = read.integer("search.eval.max_steps", ev.get("max_steps"), 1, True)
+    eval_policy = ev.get("policy", "greedy")
+    if eval_policy not in EVAL_POLICIES:
+        read.fail("search.eval.policy", eval_policy, f"must be one of {list(EVAL_POLICIES)}")
+    if eval_policy == "sampled":
+        from ppage_jax.train.registry import algorithm
+
+        name = config["experiment"]["algorithm"]["name"]
+        if not algorithm(name).STOCHASTIC:
+            read.fail(
+                "search.eval.policy",
+                eval_policy,
+                f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'",
+            )
+    if eval_max_steps is None and config["env"]["termination"]["max_steps"] is None:
+        read.fail(
+            "search.eval.max_steps",
+            None,
+            "must be set when env.termination.max_steps is null (evaluation needs a step cap)",
+        )
+    metric = ev.get("metric", "rmst")
+    if metric not in METRICS:
+        hint = " (survivor-biased: use rmst)" if metric == "steps_to_capture" else ""
+        read.fail("search.eval.metric", metric, f"must be one of {list(METRICS)}{hint}")
+
+    con = read.mapping("search.constraint", body.get("constraint"), CONSTRAINT_KEYS)
+    monitor = con.get("monitor", True)
+    if not isinstance(monitor, bool):
+        read.fail("search.constraint.monitor", monitor, "must be true or false")
+    checks = con.get("checks", list(MONITOR_CHECKS))
+    if not isinstance(checks, list) or not checks or any(c not in MONITOR_CHECKS for c in checks):
+        read.fail(
+            "search.constraint.checks",
+            checks,
+            f"must be a non-empty list of {list(MONITOR_CHECKS)}",
+        )
+    audit_raw = body.get("audit", {})
+    if audit_raw is False:
+        audit_episodes = 0
+    else:
+        audit_raw = {} if audit_raw is True else audit_raw
+        audit = read.mapping("search.audit", audit_raw, AUDIT_KEYS)
+        audit_episodes = read.integer("search.audit.episodes", audit.get("episodes", 8), 1)
+
+    re = read.mapping("search.reevaluate", body.get("reevaluate"), REEVAL_KEYS)
+    reevaluate = Reevaluation(
+        read.integer("search.reevaluate.seeds", re.get("seeds", 4), 1),
+        read.integer("search.reevaluate.train_seed", re.get("train_seed", 100), 0),
+        read.integer("search.reevaluate.eval_seed", re.get("eval_seed", 2_000_000), 0),
+        read.integer("search.reevaluate.episodes", re.get("episodes", 128), 1),
+    )
+    blocks = [
+        ("search.train_seed", train_seed, seeds, "the search's training seeds"),
+        ("search.eval.seed", eval_seed, eval_episodes, "the search's held-out layouts"),
+        (
+            "search.reevaluate.train_seed",
+            reevaluate.train_seed,
+            reevaluate.seeds,
+            "the re-evaluation's training seeds",
+        ),
+        (
+            "search.reevaluate.eval_seed",
+            reevaluate.eval_seed,
+            reevaluate.episodes,
+            "the re-evaluation's layouts",
+        ),
+    ]
+    for i, (key, start, count, what) in enumerate(blocks):
+        for _, other, other_count, other_what in blocks[:i]:
+            if start < other + other_count and other < start + count:
+                read.fail(
+                    key,
+                    start,
+                    f"{what} [{start}, {start + count}) overlap {other_what} "
+                    f"[{other}, {other + other_count}); the re-evaluation must see fresh seeds",
+                )
+    output_dir = body.get("output_dir", "runs/search/" + file.stem)
+    if not isinstance(output_dir, str) or not output_dir:
+        read.fail("search.output_dir", output_dir, "must be a directory path")
+
+    shared = _shared_config(config, (design, *references), sets)
+    return SearchSpec(
+        source,
+        shared,
+        design,
+        references,
+        dims,
+        strategy,
+        std,
+        population,
+        seeds,
+        generations,
+        seed,
+        train_seed,
+        eval_seed,
+        eval_episodes,
+        eval_max_steps,
+        eval_policy,
+        metric,
+        Constraint(monitor, tuple(dict.fromkeys(checks))),
+        audit_episodes,
+        reevaluate,
+        output_dir,
+    )
+
+
+def _design_entries(config: Config):
+    from ppage_jax.rewards.compose import term_entries
+
+    return term_entries(config["rewards"])
+
+
+def _read_dimension(read: _Reader, key: str, raw: Any, design: Arm, config: Config) -> Dimension:
+    where = f"search.space.{key}"
+    parts = key.split(".")
+    kind = parts[0]
+    entries = {e.name: e for e in design.entries}
+    if kind not in KINDS or len(parts) != (3 if kind == "params" else 2):
+        read.fail(
+            where,
+            raw,
+            "a searched key is weights.<term>, params.<term>.<param> or hyperparams.<name>",
+        )
+    name, param = parts[1], (parts[2] if kind == "params" else None)
+    if kind == "params":
+        if name not in entries:
+            read.fail(where, raw, f"{name!r} is not a term of the design: {list(entries)}")
+        declared = get_term(name).params
+        if param not in declared:
+            read.fail(
+                where, raw, f"unknown param of reward term {name!r}; its params: {sorted(declared)}"
+            )
+        if isinstance(declared[param], Choice):
+            read.fail(where, raw, f"{name}.{param} is a choice, not a number: not searchable")
+    if kind == "hyperparams":
+        from ppage_jax.train.registry import hyperparams_class
+        from ppage_jax.train.traced import check_value
+
+        algo = config["experiment"]["algorithm"]["name"]
+        try:
+            check_value(hyperparams_class(algo), name, 0.5, repr(algo))
+        except ValueError as err:
+            if "traced" in str(err):
+                read.fail(where, raw, str(err))
+    spec = read.mapping(where, raw, DIM_KEYS)
+    for bound in ("low", "high"):
+        if bound not in spec:
+            read.fail(f"{where}.{bound}", None, "is required (the searched range)")
+    low = read.number(f"{where}.low", spec["low"])
+    high = read.number(f"{where}.high", spec["high"])
+    scale = spec.get("scale", "linear")
+    if scale not in SCALES:
+        read.fail(f"{where}.scale", scale, f"must be one of {list(SCALES)}")
+    if not low < high:
+        read.fail(
+            f"{where}.low", low, f"must be below high ({high}): the bounds are reversed or empty"
+        )
+    if scale == "log" and low <= 0:
+        read.fail(f"{where}.low", low, "must be above 0 for scale: log")
+    return Dimension(key, kind, name, param, low, high, scale)

@@ -1,0 +1,139 @@
+"""Search strategies from evosax (ask/tell evolution strategies in JAX), in the unit cube.
+
+:class:`Strategy` wraps one of evosax's algorithms over ``[0, 1]^d`` (the search space's unit
+coordinates, :mod:`.space`): ``ask(generation)`` proposes a population (float64[P, d], the
+key folded from the search seed and the generation, so a search replays exactly) and
+``tell(losses)`` gives the ranks of the population back to the algorithm (lower is better;
+infeasible candidates are given the worst ranks by the caller). Only ranks reach the
+algorithm: CMA-ES and SNES shape fitness by rank anyway, and a rank cannot be fooled by the
+scale of the task metric.
+
+Strategies (:data:`STRATEGIES`): ``cma_es`` (evosax ``CMA_ES``), ``snes`` (evosax ``SNES``),
+``random`` (evosax ``RandomSearch``, uniform in the cube: the baseline every strategy is
+compared with). CMA-ES and SNES start from the base design's coordinates with step size
+``std`` (in unit-cube units).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class StrategyInfo:
+    """What a strategy needs: the evosax class name, the smallest population it can rank
+    sensibly, and whether it starts from a mean (the base design)."""
+
+    cls: str
+    min_population: int
+    uses_mean: bool
+    about: str
+
+
+STRATEGIES: dict[str, StrategyInfo] = {
+    "cma_es": StrategyInfo(
+        "CMA_ES", 4, True, "CMA-ES (evosax): covariance-matrix adaptation from the base design"
+    ),
+    "snes": StrategyInfo(
+        "SNES", 4, True, "SNES (evosax): separable natural evolution strategy from the base design"
+    ),
+    "random": StrategyInfo(
+        "RandomSearch", 1, False, "random search (evosax): uniform in the search box"
+    ),
+}
+
+
+def rank_fitness(losses: Sequence[float], feasible: Sequence[bool]) -> np.ndarray:
+    """float32[P] ranks (0 = best): every feasible candidate by loss (lower is better), then
+    every infeasible one by loss; ties by position. NaN losses rank after every number."""
+    losses = np.asarray(losses, np.float64)
+    feasible = np.asarray(feasible, bool)
+    safe = np.where(np.isnan(losses), np.inf, losses)
+    order = sorted(range(len(losses)), key=lambda i: (not feasible[i], safe[i], i))
+    ranks = np.empty(len(losses), np.float32)
+    ranks[order] = np.arange(len(losses), dtype=np.float32)
+    return ranks
+
+
+class Strategy:
+    """An evosax algorithm over the unit cube ``[0, 1]^dims`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        population: int,
+        dims: int,
+        seed: int = 0,
+        start: Sequence[float] | None = None,
+        std: float = 0.25,
+    ):
+        try:
+            import evosax.algorithms as algorithms
+        except ImportError:
+            raise ImportError(
+                "ppage-jax search needs evosax: pip install 'ppage_jax[search]' (or evosax)"
+            ) from None
+        if name not in STRATEGIES:
+            raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)}")
+        info = STRATEGIES[name]
+        if population < info.min_population:
+            raise ValueError(
+                f"strategy {name!r} needs a population of at least {info.min_population}"
+            )
+        self.name, self.population, self.dims, self.seed = name, population, dims, seed
+        solution = jnp.zeros(dims, jnp.float32)
+        cls = getattr(algorithms, info.cls)
+        if name == "random":
+
+            def sample(key: jax.Array) -> jax.Array:
+                return jax.random.uniform(key, (dims,), jnp.float32)
+
+            self.algo = cls(population, solution, sampling_fn=sample)
+            self.params = self.algo.default_params
+        else:
+            self.algo = cls(population, solution)
+            self.params = self.algo.default_params.replace(std_init=jnp.asarray(std, jnp.float32))
+        mean = jnp.full(dims, 0.5, jnp.float32) if start is None else jnp.asarray(start)
+        key = jax.random.fold_in(jax.random.PRNGKey(seed), 0)
+        self.state = self.algo.init(key, jnp.asarray(mean, jnp.float32), self.params)
+        self._asked: jax.Array | None = None
+        self.generation = 0
+
+    def _key(self, generation: int, stage: int) -> jax.Array:
+        return jax.random.fold_in(
+            jax.random.fold_in(jax.random.PRNGKey(self.seed), generation + 1), stage
+        )
+
+    def ask(self) -> np.ndarray:
+        """float64[P, d]: this generation's population in unit coordinates (not clipped)."""
+        population, self.state = self.algo.ask(
+            self._key(self.generation, 0), self.state, self.params
+        )
+        self._asked = population
+        return np.asarray(population, np.float64)
+
+    def tell(self, fitness: Sequence[float]) -> None:
+        """Give the asked population's fitness (lower is better; ranks from
+        :func:`rank_fitness`) and move to the next generation."""
+        if self._asked is None:
+            raise RuntimeError("tell() before ask()")
+        self.state, _ = self.algo.tell(
+            self._key(self.generation, 1),
+            self._asked,
+            jnp.asarray(fitness, jnp.float32),
+            self.state,
+            self.params,
+        )
+        self._asked = None
+        self.generation += 1
+
+    def mean(self) -> np.ndarray | None:
+        """The distribution's mean (unit coordinates), None for random search."""
+        if not STRATEGIES[self.name].uses_mean:
+            return None
+        return np.asarray(self.state.mean, np.float64)

@@ -1,0 +1,246 @@
+"""A search's output directory, written so that nothing finished is lost and a resumed search
+ends byte-identical to an uninterrupted one.
+
+- ``generations/NNNNN.json``: one finished generation: its candidates (unit coordinates as
+  the strategy proposed them, the values, feasibility and why not, the loss and the rank
+  given back to the strategy); ``generations/NNNNN.results.csv`` (``candidate, seed,
+  metric, value``: every evaluation metric and monitor column of each run) and
+  ``generations/NNNNN.audit.csv`` (the audit's rows per candidate);
+- ``manifest.json``: the search's identity (a hash of its spec and config) and the finished
+  generations; a generation is finished once the manifest lists it (its files are written
+  first, each atomically, so a kill in between only repeats that generation), then whether
+  the re-evaluation finished;
+- ``search.csv`` (``generation, candidate, <one column per searched key>, seed, metric,
+  flagged, feasible``) and ``audit.csv``: regenerated from the finished generations after
+  each commit;
+- ``reevaluation/``: ``results.csv`` (``arm, seed, metric, value``) and ``episodes.csv``
+  (``arm, seed, episode, length, captured``) of the re-evaluation;
+- ``search.json``: the resolved spec, the device and the timings.
+
+A directory that already holds a search is refused unless resuming (same identity) or
+overwriting (its search files are deleted first, nothing else).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ppage_jax.analysis.sweep.auditing import HEADER as AUDIT_HEADER
+from ppage_jax.analysis.sweep.writer import cell, float_value, identity_hash
+from ppage_jax.artifacts import (
+    OutputError,
+    fault,
+    prepare_output_dir,
+    remove_partial_files,
+    write_json,
+    write_text,
+)
+
+MANIFEST_FORMAT = "ppage_jax search manifest 1"
+MANIFEST = "manifest.json"
+GENERATIONS = "generations"
+REEVAL = "reevaluation"
+SEARCH_CSV = "search.csv"
+AUDIT_CSV = "audit.csv"
+DESCRIPTION = "search.json"
+REPORT = "report.md"
+REWARDS = "rewards.yaml"
+SEARCH_FILES = (
+    MANIFEST,
+    GENERATIONS,
+    REEVAL,
+    SEARCH_CSV,
+    AUDIT_CSV,
+    DESCRIPTION,
+    REPORT,
+    REWARDS,
+    "progress.png",
+    "weights.png",
+)
+RESULT_HEADER = ("candidate", "seed", "metric", "value")
+REEVAL_HEADER = ("arm", "seed", "metric", "value")
+EPISODE_HEADER = ("arm", "seed", "episode", "length", "captured")
+
+
+def csv_text(header: tuple[str, ...], rows: list[tuple]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def read_manifest(directory: str | Path) -> dict:
+    """``directory``'s search manifest; :class:`OutputError` when missing or unreadable."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise OutputError(f"{directory} holds no search to resume (no {MANIFEST})")
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise OutputError(f"{path}: unreadable search manifest ({err})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise OutputError(f"{path}: not a ppage_jax search manifest")
+    return manifest
+
+
+class SearchWriter:
+    """The files of one search directory (see the module docstring)."""
+
+    def __init__(
+        self,
+        output_dir: str | Path,
+        description: dict,
+        identity: dict,
+        resume: bool = False,
+        overwrite: bool = False,
+    ):
+        self.dir = prepare_output_dir(output_dir, "search directory")
+        self.description = dict(description)
+        self.identity = identity_hash(identity)
+        present = [name for name in SEARCH_FILES if (self.dir / name).exists()]
+        if resume and (self.dir / MANIFEST).exists():
+            manifest = read_manifest(self.dir)
+            if manifest.get("identity") != self.identity:
+                raise OutputError(
+                    f"{self.dir} holds another search (identity {manifest.get('identity')}, "
+                    f"this one is {self.identity}: the search file or its configs changed); "
+                    f"rerun it with --overwrite or choose another output directory"
+                )
+            self.manifest = manifest
+        else:
+            if present and not overwrite:
+                raise OutputError(
+                    f"search directory {self.dir} already holds a search ({', '.join(present)}); "
+                    f"continue it with --resume, replace it with --overwrite, or choose "
+                    f"another output directory"
+                )
+            for name in present:
+                target = self.dir / name
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            self.manifest = {
+                "format": MANIFEST_FORMAT,
+                "identity": self.identity,
+                "generations": [],
+                "reevaluated": False,
+            }
+        for sub in (GENERATIONS, REEVAL):
+            (self.dir / sub).mkdir(exist_ok=True)
+            remove_partial_files(self.dir / sub)
+        remove_partial_files(self.dir)
+        self._commit()
+        self.write_description()
+
+    # ---------------------------------------------------------------- state
+    def finished(self) -> list[int]:
+        return sorted(int(g) for g in self.manifest["generations"])
+
+    @property
+    def reevaluated(self) -> bool:
+        return bool(self.manifest["reevaluated"])
+
+    def _gen_path(self, generation: int, kind: str) -> Path:
+        return self.dir / GENERATIONS / f"{generation:05d}.{kind}"
+
+    def read_generation(self, generation: int) -> dict:
+        """A finished generation: its JSON record plus ``results`` ({(candidate, seed):
+        {metric: value}}) and ``audit`` (rows)."""
+        try:
+            record = json.loads(self._gen_path(generation, "json").read_text())
+            results: dict = {}
+            for row in read_csv(self._gen_path(generation, "results.csv")):
+                key = (row["candidate"], int(row["seed"]))
+                results.setdefault(key, {})[row["metric"]] = float_value(row["value"])
+            audit = [tuple(r.values()) for r in read_csv(self._gen_path(generation, "audit.csv"))]
+        except (OSError, KeyError, ValueError) as err:
+            raise OutputError(
+                f"{self.dir}: generation {generation} is listed as finished but its files "
+                f"cannot be read ({err}); rerun the search with --overwrite"
+            ) from None
+        record["results"] = results
+        record["audit"] = audit
+        return record
+
+    # ---------------------------------------------------------------- writing
+    def write_description(self, **extra: Any) -> None:
+        self.description.update(extra)
+        write_json(self.dir / DESCRIPTION, self.description, indent=2)
+
+    def _commit(self) -> None:
+        write_json(self.dir / MANIFEST, self.manifest, indent=1)
+
+    def add_generation(
+        self,
+        generation: int,
+        record: dict,
+        results: dict[tuple[str, int], dict[str, float]],
+        audit: list[tuple],
+    ) -> None:
+        """Record a finished generation: its files, then the manifest (the commit), then the
+        regenerated search.csv and audit.csv."""
+        rows = [
+            (cand, seed, metric, cell(value))
+            for (cand, seed), metrics in results.items()
+            for metric, value in metrics.items()
+        ]
+        write_text(self._gen_path(generation, "results.csv"), csv_text(RESULT_HEADER, rows))
+        write_text(self._gen_path(generation, "audit.csv"), csv_text(AUDIT_HEADER, audit))
+        write_json(self._gen_path(generation, "json"), record, indent=1)
+        fault(f"commit:{generation + 1}")  # testing hook: killed before the commit
+        self.manifest["generations"].append(int(generation))
+        self._commit()
+        self.write_tables()
+
+    def write_tables(self) -> None:
+        """search.csv and audit.csv from the finished generations."""
+        header: tuple[str, ...] | None = None
+        rows: list[tuple] = []
+        audit: list[tuple] = []
+        for g in self.finished():
+            record = self.read_generation(g)
+            keys = record["keys"]
+            header = ("generation", "candidate", *keys, "seed", "metric", "flagged", "feasible")
+            for cand in record["candidates"]:
+                for seed in cand["seeds"]:
+                    values = [cell(v) for v in cand["values"]]
+                    rows.append(
+                        (
+                            g,
+                            cand["name"],
+                            *values,
+                            seed,
+                            cell(record["results"][cand["name"], seed][record["metric"]]),
+                            int(cand["flagged_seeds"].get(str(seed), 0)),
+                            int(cand["feasible"]),
+                        )
+                    )
+            audit.extend(record["audit"])
+        if header is not None:
+            write_text(self.dir / SEARCH_CSV, csv_text(header, rows))
+        write_text(self.dir / AUDIT_CSV, csv_text(AUDIT_HEADER, audit))
+
+    def write_reevaluation(
+        self,
+        results: dict[tuple[str, int], dict[str, float]],
+        episodes: list[tuple[str, int, int, int, int]],
+    ) -> None:
+        """The re-evaluation's files, then the manifest's ``reevaluated`` (the commit)."""
+        rows = [
+            (arm, seed, metric, cell(value))
+            for (arm, seed), metrics in results.items()
+            for metric, value in metrics.items()
+        ]
+        write_text(self.dir / REEVAL / "results.csv", csv_text(REEVAL_HEADER, rows))
+        write_text(self.dir / REEVAL / "episodes.csv", csv_text(EPISODE_HEADER, episodes))
+        self.manifest["reevaluated"] = True
+        self._commit()

@@ -1,0 +1,122 @@
+"""When the reward-hacking monitor flagged a run, set against when the run's task metric
+turned: the env step at which the trailing mean of the training capture rate peaked, after
+which it fell. Host side, from a sweep's ``results.csv`` and ``curves.csv`` tables
+(:func:`~ppage_jax.analysis.sweep.report.read_results`, ``read_curves``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ppage_jax.analysis.sweep.monitoring import FIRST
+
+# The monitor's default window (experiment.monitor.window): the trailing mean's length.
+WINDOW = 20
+
+
+def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
+    """Mean of the finite values among the last ``window`` up to each index; NaN until a
+    full window has passed (the first updates see only the episodes that ended early, so
+    alone they overstate the capture rate) and where the window holds no finite value."""
+    out = np.full(values.shape, np.nan)
+    for i in range(min(window, values.size) - 1, values.size):
+        recent = values[max(0, i - window + 1) : i + 1]
+        recent = recent[np.isfinite(recent)]
+        if recent.size:
+            out[i] = recent.mean()
+    return out
+
+
+def task_peak(
+    series: Mapping[int, float], window: int = WINDOW, after: int = 0
+) -> tuple[int, float, float]:
+    """``(env_steps, peak, final)`` of a per-update task metric (higher is better), keyed by
+    env steps and read from past ``after`` env steps (the monitor's warm-up): where its
+    trailing mean over ``window`` updates was highest (the first such step), that mean, and
+    the trailing mean at the last update."""
+    steps = np.asarray(sorted(s for s in series if s > after), np.int64)
+    smooth = trailing_mean(np.asarray([series[s] for s in steps], np.float64), window)
+    if not np.isfinite(smooth).any():
+        return int(steps[-1]) if steps.size else 0, math.nan, math.nan
+    best = int(np.nanargmax(smooth))
+    return int(steps[best]), float(smooth[best]), float(smooth[-1])
+
+
+def flag_timing(
+    results: Mapping,
+    curves: Mapping,
+    arm: str,
+    metric: str = "capture_rate",
+    window: int = WINDOW,
+    after: int = 0,
+) -> list[dict]:
+    """One row per seed of ``arm`` with a monitor flag: ``seed``, ``first_flag`` (the env step
+    of its earliest flag over every check), ``checks`` (the flagged ``monitor/...`` columns),
+    and ``peak_step``, ``peak`` and ``final`` of the training ``metric``
+    (:func:`task_peak` past ``after`` env steps)."""
+    rows = []
+    flags = {
+        c: by_arm[arm]
+        for c, by_arm in results.items()
+        if c.startswith("monitor/") and arm in by_arm
+    }
+    seeds = sorted({s for by_seed in flags.values() for s in by_seed})
+    for seed in seeds:
+        hit = [c for c, by_seed in flags.items() if by_seed.get(seed) == 1]
+        if not hit:
+            continue
+        firsts = [
+            results.get(FIRST + c[len("monitor/") :], {}).get(arm, {}).get(seed, math.nan)
+            for c in hit
+        ]
+        firsts = [f for f in firsts if math.isfinite(f)]
+        peak_step, peak, final = task_peak(
+            curves.get(metric, {}).get(arm, {}).get(seed, {}), window
+        )
+        rows.append(
+            dict(
+                seed=seed,
+                first_flag=int(min(firsts)) if firsts else None,
+                checks=sorted(hit),
+                peak_step=peak_step,
+                peak=peak,
+                final=final,
+            )
+        )
+    return rows
+
+
+def flag_timing_lines(
+    results: Mapping, curves: Mapping, arms: list[str], window: int = WINDOW, after: int = 0
+) -> list[str]:
+    """report.md's section: for every flagged seed, the first flag against the step at which
+    the training capture rate (trailing mean over the monitor's window) peaked."""
+    table = [
+        (arm, row)
+        for arm in arms
+        for row in flag_timing(results, curves, arm, window=window, after=after)
+    ]
+    if not table:
+        return []
+    lines = [
+        "",
+        "## Monitor flags against the task metric",
+        "",
+        f"Per flagged seed: the env step of its first flag, and where the training capture "
+        f"rate (mean over the last {window} updates, after the monitor's warm-up of "
+        f"{after:,} env steps) peaked and then fell.",
+        "",
+        "| arm | seed | first flag (env steps) | capture rate peaked at | peak | at the end "
+        "| checks |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for arm, r in table:
+        first = "-" if r["first_flag"] is None else f"{r['first_flag']:,}"
+        checks = ", ".join(c[len("monitor/") :] for c in r["checks"])
+        lines.append(
+            f"| {arm} | {r['seed']} | {first} | {r['peak_step']:,} | {r['peak']:.3f} | "
+            f"{r['final']:.3f} | {checks} |"
+        )
+    return lines + [""]

@@ -1,0 +1,73 @@
+"""The reward-hacking monitor of a sweep: :class:`ppage_jax.train.monitor.Monitor` (what
+``ppage-jax run`` watches) run host-side over each finished run's training curve, so it
+costs no compile. Each arm is watched for the checks its own reward calls for (its learning
+roles and the shaping terms paid to them, from its ``EnvParams``, as
+:meth:`Monitor.for_run`); an arm that pays a learning role no shaping term has no checks.
+
+A run's result gains, per check of its arm, ``monitor/<check>/<role>[/<term>]`` (1 when
+flagged, else 0) and ``monitor_first/<check>/<role>[/<term>]`` (the env step of the first
+flag, NaN when none). The monitor sees only the curve, so it gives the same columns for a
+run read back from a finished chunk as for one just trained.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ppage_jax.env import GridWorld
+from ppage_jax.state import EnvParams
+from ppage_jax.train.monitor import PREFIX, Monitor, MonitorConfig
+
+FIRST = "monitor_first/"
+
+
+def first_column(column: str) -> str:
+    """``monitor/<check>/...`` -> ``monitor_first/<check>/...``."""
+    return FIRST + column[len(PREFIX) :]
+
+
+def arm_monitors(
+    config: Any, env: GridWorld, arm_params: Sequence[EnvParams], names: Sequence[str]
+) -> dict[str, Monitor | None]:
+    """Each arm's monitor (``experiment.monitor`` of ``config``), None when the monitor is
+    disabled or the arm has nothing to watch."""
+    from ppage_jax.train.experiment import make_train_config
+
+    cfg = MonitorConfig.from_experiment(config["experiment"])
+    if not cfg.enabled:
+        return {name: None for name in names}
+    tc = make_train_config(config, env)
+    out: dict[str, Monitor | None] = {}
+    for name, params in zip(names, arm_params, strict=True):
+        monitor = Monitor.for_run(cfg, tc, params)
+        out[name] = monitor if monitor.columns else None
+    return out
+
+
+def curve_to_rows(seed: int, curve: Sequence[tuple[int, int, str, float]]) -> list[dict]:
+    """A run's ``(update, env_steps, metric, value)`` curve as one row per update, in
+    update order (the rows :meth:`Monitor.observe` reads)."""
+    rows: dict[int, dict] = {}
+    for update, env_steps, metric, value in curve:
+        row = rows.setdefault(update, {"seed": seed, "update": update, "env_steps": env_steps})
+        row[metric] = value
+    return [rows[u] for u in sorted(rows)]
+
+
+def monitor_run(
+    monitor: Monitor | None, seed: int, curve: Sequence[tuple[int, int, str, float]]
+) -> dict[str, float]:
+    """The monitor columns of one run (empty when its arm is not watched)."""
+    if monitor is None:
+        return {}
+    watcher = monitor.fresh()
+    watcher.observe(curve_to_rows(seed, curve))
+    first = {f.column: f.env_steps for f in watcher.flags}
+    out: dict[str, float] = {}
+    for column in watcher.columns:
+        out[column] = 1.0 if column in first else 0.0
+    for column in watcher.columns:
+        out[first_column(column)] = float(first[column]) if column in first else math.nan
+    return out

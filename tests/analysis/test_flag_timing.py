@@ -1,0 +1,66 @@
+"""The monitor's first flag against the task metric's turn (host side, no training)."""
+
+import math
+
+import numpy as np
+
+from ppage_jax.analysis.sweep.flag_timing import (
+    flag_timing,
+    flag_timing_lines,
+    task_peak,
+    trailing_mean,
+)
+
+
+def test_trailing_mean_waits_for_a_full_window_and_skips_nan():
+    values = np.array([1.0, np.nan, 3.0, 5.0, np.nan])
+    out = trailing_mean(values, 3)
+    assert np.isnan(out[:2]).all()  # no full window yet
+    np.testing.assert_allclose(out[2:], [2.0, 4.0, 4.0])
+
+
+def test_task_peak_reads_past_the_warm_up():
+    # update k at env steps 100 k; the first two updates (biased high) are the warm-up
+    series = {100: 1.0, 200: 0.9, 300: 0.1, 400: 0.3, 500: 0.5, 600: 0.2, 700: 0.0}
+    assert task_peak(series, window=2) == (200, 0.95, 0.1)
+    step, peak, final = task_peak(series, window=2, after=200)
+    assert (step, final) == (500, 0.1)
+    assert math.isclose(peak, 0.4)
+
+
+def _tables():
+    results = {
+        "monitor/hacking/predator": {"farm": {0: 1.0, 1: 0.0}},
+        "monitor/share/predator/capture_proximity": {"farm": {0: 1.0, 1: 0.0}},
+        "monitor_first/hacking/predator": {"farm": {0: 600.0, 1: math.nan}},
+        "monitor_first/share/predator/capture_proximity": {"farm": {0: 500.0, 1: math.nan}},
+        "rmst": {"farm": {0: 190.0, 1: 150.0}, "plain": {0: 170.0, 1: 160.0}},
+    }
+    rising_then_falling = {100 * k: v for k, v in enumerate([0, 0.2, 0.4, 0.3, 0.1, 0.0], 1)}
+    curves = {"capture_rate": {"farm": {0: rising_then_falling, 1: rising_then_falling}}}
+    return results, curves
+
+
+def test_flag_timing_lists_flagged_seeds_only():
+    results, curves = _tables()
+    rows = flag_timing(results, curves, "farm", window=1)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["seed"] == 0 and row["first_flag"] == 500
+    assert row["checks"] == [
+        "monitor/hacking/predator",
+        "monitor/share/predator/capture_proximity",
+    ]
+    assert (row["peak_step"], row["peak"], row["final"]) == (300, 0.4, 0.0)
+    assert flag_timing(results, curves, "plain") == []  # not watched
+
+
+def test_flag_timing_lines_make_one_table_row_per_flagged_seed():
+    results, curves = _tables()
+    lines = flag_timing_lines(results, curves, ["plain", "farm"], window=1)
+    rows = [line for line in lines if line.startswith("| farm")]
+    assert rows == [
+        "| farm | 0 | 500 | 300 | 0.400 | 0.000 | hacking/predator, "
+        "share/predator/capture_proximity |"
+    ]
+    assert flag_timing_lines(results, curves, ["plain"]) == []

@@ -1,0 +1,411 @@
+"""Reward search: evosax strategies, the constraint, one compile for every generation, resume
+to the same bytes, strict search files."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import ppage_jax as pj
+from ppage_jax.analysis.search.constraint import judge, selection_order
+from ppage_jax.analysis.search.run import search_rewards
+from ppage_jax.analysis.search.space import Dimension
+from ppage_jax.analysis.search.spec import Constraint, load_search
+from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
+from ppage_jax.analysis.sweep.trainers import trainer_functions
+from ppage_jax.artifacts import OutputError
+from ppage_jax.cli.main import main as cli_main
+from ppage_jax.config import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = {
+    "env.size": 5,
+    "env.termination.max_steps": 12,
+    "agents.predators.count": 1,
+    "agents.preys.count": 1,
+    "agents.preys.speed": 1,
+    "experiment.num_envs": 8,
+    "experiment.total_timesteps": 64,
+    "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
+}
+SPACE = {
+    "weights.predator_distance": {"low": 0.0, "high": 1.0},
+    "params.base.step_cost": {"low": 0.1, "high": 10.0, "scale": "log"},
+}
+
+
+def write_search(path: Path, **body) -> Path:
+    body.setdefault("config", str(REPO / "configs/ablation/both"))
+    body.setdefault("set", TINY)
+    body.setdefault("space", SPACE)
+    body.setdefault("population", 4)
+    body.setdefault("seeds", 2)
+    body.setdefault("generations", 3)
+    body.setdefault("eval", {"episodes": 6})
+    body.setdefault("audit", False)
+    body.setdefault("references", {"base_only": {"disable": ["predator_distance", "survival"]}})
+    body.setdefault("reevaluate", {"seeds": 2, "train_seed": 50, "eval_seed": 3000, "episodes": 6})
+    body.setdefault("output_dir", str(path.parent / "out"))
+    path.write_text(yaml.safe_dump({"search": body}, sort_keys=False))
+    return path
+
+
+# --------------------------------------------------------------------------- strategies
+@pytest.mark.parametrize("name", ["cma_es", pytest.param("snes", marks=pytest.mark.slow)])
+def test_the_strategy_wrapper_reaches_a_quadratics_optimum(name):
+    target = np.array([0.2, 0.7, 0.4])
+    strategy = Strategy(name, population=8, dims=3, seed=0, start=[0.5, 0.5, 0.5], std=0.2)
+    for _ in range(40):
+        pop = strategy.ask()
+        losses = ((pop - target) ** 2).sum(axis=1)
+        strategy.tell(rank_fitness(losses, [True] * len(losses)))
+    np.testing.assert_allclose(strategy.mean(), target, atol=0.02)
+
+
+def test_random_search_samples_the_unit_cube_and_replays_exactly():
+    a = Strategy("random", population=64, dims=2, seed=3)
+    b = Strategy("random", population=64, dims=2, seed=3)
+    pop = a.ask()
+    assert pop.shape == (64, 2) and pop.min() >= 0.0 and pop.max() <= 1.0
+    np.testing.assert_array_equal(pop, b.ask())
+    assert a.mean() is None
+
+
+def test_unit_coordinates_map_to_the_bounds_linearly_or_logarithmically():
+    lin = Dimension("weights.x", "weights", "x", None, 0.0, 0.5)
+    log = Dimension("params.base.step_cost", "params", "base", "step_cost", 0.01, 1.0, "log")
+    assert lin.value(0.5) == 0.25 and lin.value(1.7) == 0.5 and lin.value(-1) == 0.0
+    assert log.value(0.5) == pytest.approx(0.1) and log.unit(0.1) == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------- constraint
+def run(metric: float, hacked: bool) -> dict[str, float]:
+    return {
+        "rmst": metric,
+        "monitor/hacking/predator": float(hacked),
+        "monitor/share/predator/predator_distance": 0.0,
+    }
+
+
+def test_infeasible_candidates_rank_after_every_feasible_one():
+    on = Constraint()
+    # the fastest candidate (rmst 5) is flagged in 2 of 3 seeds: infeasible, and says why
+    gamed = judge({0: run(5, True), 1: run(5, True), 2: run(5, False)}, "rmst", -1, on)
+    assert not gamed.feasible and gamed.metric == 5.0 and gamed.loss == 5.0
+    assert gamed.reason == ("the reward-hacking monitor flagged 2 of 3 seeds (hacking/predator)")
+    # flagged in 1 of 2 seeds is not a majority: feasible
+    honest = judge({0: run(9, True), 1: run(11, False)}, "rmst", -1, on)
+    assert honest.feasible and honest.metric == 10.0 and honest.flagged == {0: ["hacking/predator"]}
+    slow = judge({0: run(30, False), 1: run(40, False)}, "rmst", -1, on)
+    ranks = rank_fitness([gamed.loss, honest.loss, slow.loss], [False, True, True])
+    assert ranks.tolist() == [2.0, 0.0, 1.0]
+    cands = [
+        {"feasible": v.feasible, "loss": v.loss, "generation": 0, "index": i}
+        for i, v in enumerate((gamed, honest, slow))
+    ]
+    assert selection_order(cands) == [1, 2, 0]
+    # without the constraint the gamed candidate wins
+    off = judge({0: run(5, True), 1: run(5, True)}, "rmst", -1, Constraint(monitor=False))
+    assert off.feasible and off.flagged == {}
+    # a higher-is-better metric, and a Kaplan-Meier median never reached counting as the cap
+    rate = judge({0: {"capture_rate": 0.75}}, "capture_rate", +1, on)
+    assert rate.loss == -0.75
+    km = judge({0: {"km_median": math.inf}, 1: {"km_median": 10.0}}, "km_median", -1, on, 12)
+    assert km.metric == 11.0
+
+
+# --------------------------------------------------------------------------- search files
+@pytest.mark.parametrize(
+    "edit, key, words",
+    [
+        (
+            {"space": {"weights.nope": {"low": 0, "high": 1}}},
+            "search.space.weights.nope",
+            "unknown reward term",
+        ),
+        ({"space": {}}, "search.space", "must be a non-empty mapping"),
+        (
+            {"space": {"weights.survival": {"low": 1.0, "high": 0.5}}},
+            "search.space.weights.survival.low",
+            "must be below high (0.5)",
+        ),
+        ({"population": 3}, "search.population", "must be at least 4 for strategy 'cma_es'"),
+        (
+            {"space": {"params.base.step_cost": {"low": 0.0, "high": 1.0, "scale": "log"}}},
+            "search.space.params.base.step_cost.low",
+            "must be above 0 for scale: log",
+        ),
+        (
+            {"space": {"params.base.credit": {"low": 0, "high": 1}}},
+            "search.space.params.base.credit",
+            "is a choice",
+        ),
+        ({"eval": {"metric": "steps_to_capture"}}, "search.eval.metric", "survivor-biased"),
+        (
+            {"reevaluate": {"seeds": 2, "train_seed": 1, "eval_seed": 3000, "episodes": 6}},
+            "search.reevaluate.train_seed",
+            "overlap the search's training seeds",
+        ),
+        ({"budget": 3}, "search.budget", "unknown key"),
+    ],
+)
+def test_bad_search_files_give_one_line_naming_the_file_and_key(tmp_path, edit, key, words):
+    path = write_search(tmp_path / "bad.yaml", **edit)
+    with pytest.raises(ConfigError) as err:
+        load_search(path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: {key} = ")
+    assert words in message
+
+
+def test_the_cli_names_the_file_and_key_of_a_bad_search(tmp_path, capsys):
+    path = write_search(tmp_path / "bad.yaml", population=2)
+    assert cli_main(["search", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        f"config error: {path}: search.population = 2: must be at least 4 for strategy 'cma_es'"
+    )
+
+
+def test_the_shipped_search_file_is_valid():
+    spec = load_search(REPO / "configs/studies/reward_design/search.yaml")
+    assert [d.key for d in spec.dims] == [
+        "weights.predator_closeness",
+        "weights.potential_distance",
+        "weights.capture_proximity",
+        "params.base.step_cost",
+    ]
+    assert [r.name for r in spec.references] == ["hybrid", "potential"]
+    assert spec.sweep().terms == (
+        "base",
+        "predator_closeness",
+        "potential_distance",
+        "capture_proximity",
+    )
+    assert [d.current(spec.design) for d in spec.dims] == [0.05, 0.0, 0.0, 0.1]
+    assert spec.strategy == "cma_es" and spec.metric == "rmst" and spec.constraint.monitor
+    assert load_search(spec.path, {"strategy": "random"}).strategy == "random"
+
+
+def test_a_searched_hyperparameter_becomes_each_candidates_traced_value(tmp_path):
+    from ppage_jax.analysis.search.space import candidate_arm
+
+    ippo = dict(TINY, **{"experiment.algorithm": {"name": "ippo", "params": {"num_steps": 4}}})
+    space = {"hyperparams.learning_rate": {"low": 1e-4, "high": 1e-2, "scale": "log"}}
+    spec = load_search(write_search(tmp_path / "s.yaml", set=ippo, space=space))
+    (dim,) = spec.dims
+    assert spec.design.hyperparams == {"learning_rate": dim.current(spec.design)}
+    arm = candidate_arm(spec.design, spec.dims, [1e-3], "g00c00")
+    assert arm.hyperparams == {"learning_rate": 1e-3}
+    hyper = spec.sweep((arm, *spec.references)).arm_hyperparams()
+    assert [h["learning_rate"] for h in hyper] == [1e-3, pytest.approx(dim.current(spec.design))]
+    with pytest.raises(ConfigError, match="search.space.hyperparams.hidden_layers = "):
+        load_search(
+            write_search(
+                tmp_path / "t.yaml",
+                set=ippo,
+                space={"hyperparams.hidden_layers": {"low": 1, "high": 2}},
+            )
+        )
+
+
+# --------------------------------------------------------------------------- one search, resumed
+def read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+OUTPUTS = (
+    "search.csv",
+    "audit.csv",
+    "report.md",
+    "rewards.yaml",
+    "reevaluation/results.csv",
+    "reevaluation/episodes.csv",
+)
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """A tiny search (random learner, 3 generations of 4 candidates x 2 seeds) run whole
+    with a trace-counting train function, then the same search stopped after its first
+    generation and resumed in another directory (the same process: the compiled programs are
+    reused)."""
+    tmp = tmp_path_factory.mktemp("search")
+    spec = load_search(write_search(tmp / "s.yaml"))
+    train_fn, _, _ = trainer_functions(spec.sweep(), pj.make(spec.config))
+    traces = []
+
+    def counted(key, params):
+        traces.append(1)
+        return train_fn(key, params)
+
+    whole = search_rewards(spec, tmp / "whole", progress=False, train_fn=counted)
+    asks = iter([False, True])
+    logs: list[str] = []
+    part = search_rewards(
+        spec, tmp / "resumed", progress=False, train_fn=counted, should_stop=lambda: next(asks)
+    )
+    rest = search_rewards(
+        spec, tmp / "resumed", progress=False, train_fn=counted, resume=True, log=logs.append
+    )
+    return spec, tmp, whole, traces, part, rest
+
+
+def test_every_generation_reuses_one_compiled_program(searched):
+    spec, _, whole, traces, part, rest = searched
+    assert whole["generations_run"] == 3 and len(whole["candidates"]) == 12
+    # one trace for the generations' program (3 generations), one for the re-evaluation's;
+    # the interrupted and the resumed search reuse both executables
+    assert len(traces) == 2
+    assert (whole["compile_calls"], part["compile_calls"], rest["compile_calls"]) == (1, 0, 0)
+
+
+def test_resume_is_byte_identical(searched):
+    _, tmp, _, _, part, rest = searched
+    assert part["stopped"] and part["generations_run"] == 1
+    assert rest["generations_run"] == 2 and not rest["stopped"]
+    for name in OUTPUTS:
+        assert read(tmp / "resumed" / name) == read(tmp / "whole" / name), name
+
+
+def test_search_csv_rows_and_the_selected_rewards_yaml(searched):
+    spec, tmp, whole, _, _, _ = searched
+    with open(tmp / "whole" / "search.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == [
+        "generation",
+        "candidate",
+        "weights.predator_distance",
+        "params.base.step_cost",
+        "seed",
+        "metric",
+        "flagged",
+        "feasible",
+    ]
+    assert len(rows) == 3 * 4 * 2
+    assert [(r["generation"], r["candidate"], r["seed"]) for r in rows[:3]] == [
+        ("0", "g00c00", "0"),
+        ("0", "g00c00", "1"),
+        ("0", "g00c01", "0"),
+    ]
+    for r in rows:
+        assert 0.0 <= float(r["weights.predator_distance"]) <= 1.0
+        assert 0.1 <= float(r["params.base.step_cost"]) <= 10.0
+        assert 0.0 < float(r["metric"]) <= 12.0  # RMST censored at the 12-turn limit
+    best = whole["best"]
+    rewards = yaml.safe_load((tmp / "whole" / "rewards.yaml").read_text())["rewards"]
+    assert rewards["base"]["params"]["step_cost"] == pytest.approx(best["values"][1])
+    shaping = {t["name"]: t["weight"] for t in rewards["shaping"]}
+    assert shaping["predator_distance"] == pytest.approx(best["values"][0])
+    # the selected design loads as a config's rewards
+    cfg = pj.load_config("configs/ablation/both", {"rewards.shaping": rewards["shaping"], **TINY})
+    assert cfg["rewards"]["shaping"][0]["name"] == "predator_distance"
+
+
+def test_the_report_reevaluates_on_fresh_seeds_against_the_references(searched):
+    _, tmp, whole, _, _, _ = searched
+    report = (tmp / "whole" / "report.md").read_text()
+    assert "## Re-evaluation on fresh seeds and layouts" in report
+    assert "fresh training seeds 50-51 (the search trained on 0-1)" in report
+    assert "| selected | 2 |" in report and "| base_only | 2 |" in report
+    assert "Selection bias:" in report and "Verdict: the selected design is" in report
+    assert "![progress](progress.png)" in report and (tmp / "whole" / "weights.png").is_file()
+    with open(tmp / "whole" / "reevaluation" / "episodes.csv", newline="") as fh:
+        episodes = list(csv.DictReader(fh))
+    assert len(episodes) == 2 * 2 * 6  # (selected, base_only) x 2 seeds x 6 layouts
+    assert {r["arm"] for r in episodes} == {"selected", "base_only"}
+
+
+def test_strategies_compare_at_an_equal_budget_on_the_same_layouts(searched):
+    from ppage_jax.analysis.search.compare import compare_searches
+
+    _, tmp, whole, _, _, _ = searched
+    text = compare_searches({"first": tmp / "whole", "again": tmp / "resumed"}, tmp)
+    assert "Equal budget: 3 generations x 4 candidates x 2 seeds each" in text
+    assert "| first | again | 0.5 [" in text  # the same design on the same layouts: a tie
+    assert (tmp / "compare.png").is_file()
+
+
+def test_an_existing_search_is_refused_without_resume_or_overwrite(searched):
+    spec, tmp, _, _, _, _ = searched
+    with pytest.raises(OutputError, match="already holds a search .*--resume.*--overwrite"):
+        search_rewards(spec, tmp / "whole", progress=False)
+
+
+def test_the_cli_refuses_a_directory_holding_a_search(tmp_path, capsys):
+    path = write_search(tmp_path / "s.yaml")
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "search.csv").write_text("generation\n")
+    assert cli_main(["search", str(path), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        f"error: search directory {out} already holds a search (search.csv); continue it "
+        "with --resume, replace it with --overwrite, or choose another output directory"
+    )
+
+
+# --------------------------------------------------------------------------- slow: end to end
+@pytest.mark.slow
+def test_a_killed_search_resumes_in_a_new_process_to_the_same_bytes(tmp_path):
+    from cli_testing import cli_env, run_cli
+
+    path = write_search(tmp_path / "s.yaml", generations=2)
+
+    def cli(out: Path, *extra: str, fault: str | None = None):
+        args = ["search", str(path), "--out", str(out), "--no-progress", *extra]
+        return run_cli(args, cli_env(tmp_path / "cache", fault))
+
+    assert cli(tmp_path / "whole").returncode == 0
+    killed = cli(tmp_path / "killed", fault="commit:2")  # before generation 1's commit
+    assert killed.returncode == -9
+    resumed = cli(tmp_path / "killed", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 generation(s) run now" in resumed.stdout
+    for name in OUTPUTS:
+        assert read(tmp_path / "killed" / name) == read(tmp_path / "whole" / name), name
+
+
+@pytest.mark.slow
+def test_hacked_designs_are_infeasible_and_the_audit_is_recorded(tmp_path):
+    # tests/cli's hacked run: IPPO predators paid to keep away from a prey fixed between them
+    # (predator_distance at weight -5). Every candidate of this space is that hack.
+    from cli_testing import HACKED, HACKED_EXPERIMENT, write_run_config
+
+    config = write_run_config(tmp_path / "config", HACKED, **HACKED_EXPERIMENT)
+    path = write_search(
+        tmp_path / "s.yaml",
+        config=str(config),
+        set={},
+        space={"weights.predator_distance": {"low": -5.0, "high": -4.5}},
+        strategy="random",
+        population=2,
+        seeds=1,
+        generations=1,
+        eval={"seed": 1000, "episodes": 8},
+        audit={"episodes": 2},
+        references={"honest": {"weights": {"predator_distance": 0.0}}},
+        reevaluate={"seeds": 1, "train_seed": 50, "eval_seed": 3000, "episodes": 8},
+    )
+    logs: list[str] = []
+    summary = search_rewards(load_search(path), progress=False, log=logs.append)
+    cands = summary["candidates"]
+    assert [c["feasible"] for c in cands] == [False, False]
+    assert logs[0] == (
+        "search generation 0: g00c00 is infeasible: the reward-hacking monitor flagged 1 of 1 "
+        "seeds (episode_length/predator, hacking/predator)"
+    )
+    assert any(m.startswith("search: no candidate was feasible") for m in logs)
+    out = Path(summary["output_dir"])
+    with open(out / "audit.csv", newline="") as fh:
+        audited = {row["arm"] for row in csv.DictReader(fh)}
+    assert audited == {"g00c00", "g00c01"}
+    report = (out / "report.md").read_text()
+    assert "- g00c00 (weights.predator_distance=" in report
+    assert "INFEASIBLE: the reward-hacking monitor flagged 1 of 1 seeds" in report
