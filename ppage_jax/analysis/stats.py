@@ -140,16 +140,24 @@ def probability_of_improvement(x, y) -> float:
 
 
 def probability_of_improvement_ci(
-    x, y, confidence: float = 0.95, reps: int = 2000, seed: int = 0
+    x, y, confidence: float = 0.95, reps: int = 2000, seed: int = 0, joint: bool = False
 ) -> Interval:
-    """:func:`probability_of_improvement` with a stratified-bootstrap CI (both sides resampled)."""
+    """:func:`probability_of_improvement` with a stratified-bootstrap CI (both sides resampled).
+
+    ``joint``: the runs are the same across tasks (one seed's scores on every evaluation
+    layout, each layout a task), so a replicate resamples whole runs, the same run indices
+    for every task; by default each task's runs are resampled independently."""
     xa, ya = _as_runs_tasks(x), _as_runs_tasks(y)
     if xa.shape[1] != ya.shape[1]:
         raise ValueError(f"x has {xa.shape[1]} tasks and y has {ya.shape[1]}")
     tasks = xa.shape[1]
     rng = np.random.default_rng(seed)
     cols = np.arange(tasks)[None, None, :]
-    xs = xa[stratified_resample_indices(rng, xa.shape[0], tasks, reps), cols]
-    ys = ya[stratified_resample_indices(rng, ya.shape[0], tasks, reps), cols]
+    if joint:
+        xs = xa[rng.integers(0, xa.shape[0], size=(reps, xa.shape[0]))[:, :, None], cols]
+        ys = ya[rng.integers(0, ya.shape[0], size=(reps, ya.shape[0]))[:, :, None], cols]
+    else:
+        xs = xa[stratified_resample_indices(rng, xa.shape[0], tasks, reps), cols]
+        ys = ya[stratified_resample_indices(rng, ya.shape[0], tasks, reps), cols]
     samples = _poi_per_task(xs, ys).mean(axis=-1)
     return _percentile_interval(probability_of_improvement(xa, ya), samples, confidence)

@@ -117,6 +117,11 @@ def test_infeasible_candidates_rank_after_every_feasible_one():
     assert rate.loss == -0.75
     km = judge({0: {"km_median": math.inf}, 1: {"km_median": 10.0}}, "km_median", -1, on, 12)
     assert km.metric == 11.0
+    # opt-in: an audit flag named by the constraint makes the design infeasible before training
+    audited = Constraint(audit=("stalling",))
+    stalls = judge({0: run(9, False)}, "rmst", -1, audited, audit_flags=["dead_term", "stalling"])
+    assert not stalls.feasible and stalls.reason == "the reward audit flagged stalling"
+    assert judge({0: run(9, False)}, "rmst", -1, on, audit_flags=["stalling"]).feasible
 
 
 # --------------------------------------------------------------------------- search files
@@ -152,6 +157,8 @@ def test_infeasible_candidates_rank_after_every_feasible_one():
             "overlap the search's training seeds",
         ),
         ({"budget": 3}, "search.budget", "unknown key"),
+        ({"constraint": {"audit": ["nope"]}}, "search.constraint.audit", "must be a list of"),
+        ({"constraint": {"audit": ["stalling"]}}, "search.constraint.audit", "needs the audit"),
     ],
 )
 def test_bad_search_files_give_one_line_naming_the_file_and_key(tmp_path, edit, key, words):
@@ -409,3 +416,17 @@ def test_hacked_designs_are_infeasible_and_the_audit_is_recorded(tmp_path):
     report = (out / "report.md").read_text()
     assert "- g00c00 (weights.predator_distance=" in report
     assert "INFEASIBLE: the reward-hacking monitor flagged 1 of 1 seeds" in report
+
+
+def test_pairing_over_layouts_resamples_whole_runs():
+    from ppage_jax.analysis.stats import probability_of_improvement_ci
+
+    # run 0 of x beats y on every layout, run 1 loses on every layout: resampling whole runs
+    # can draw run 0 twice (P = 1) or run 1 twice (P = 0)
+    x = np.array([[1.0] * 10, [0.0] * 10])
+    y = np.full((2, 10), 0.5)
+    joint = probability_of_improvement_ci(x, y, joint=True)
+    assert (joint.point, joint.low, joint.high) == (0.5, 0.0, 1.0)
+    # resampled layout by layout, the runs' luck averages out: a narrower (wrong) interval
+    apart = probability_of_improvement_ci(x, y)
+    assert apart.point == 0.5 and 0.2 < apart.low < apart.high < 0.8

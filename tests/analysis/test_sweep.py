@@ -528,6 +528,29 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
     assert info["baselines"] == ["honest", "hacked"] and info["audit"] is True
 
 
+def test_the_baselines_play_the_same_layouts_once(hacked_sweep):
+    from ppage_jax.analysis.sweep.baselines import read_baselines
+
+    _, _, _, out = hacked_sweep
+    table = read_baselines(out / "baselines.csv")
+    chase = "greedy BFS chase vs no-op (configured)"
+    assert list(table) == ["random vs no-op (configured)", chase]
+    assert set(table[chase]) == {
+        "capture_rate",
+        "rmst",
+        "km_median",
+        "truncated_share",
+        "episode_length",
+        "steps_to_capture",
+    }
+    # the prey starts between the two predators: the chase catches it on the first turn
+    assert (table[chase]["rmst"], table[chase]["capture_rate"]) == (1.0, 1.0)
+    random = table["random vs no-op (configured)"]
+    assert 1.0 < random["rmst"] <= 20.0 and 0.0 < random["capture_rate"] <= 1.0
+    report = (out / "report.md").read_text()
+    assert f"| {chase} | 1 | 1 | 1 | 0 |" in report
+
+
 def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_sweep):
     _, _, _, out = hacked_sweep
     report = (out / "report.md").read_text()
@@ -554,6 +577,14 @@ def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_swe
     assert "predator_distance is a direct shaping term, not potential-based" in hacked_row
     assert "stalling: predators: capturing pays 100.00, less than the best" in hacked_row
     assert "| honest | dead_term | dead_term: base.obstacle_penalty never fired" in audit
+    outcome = report.split("## Audit, monitor and outcome")[1]
+    assert (
+        "| hacked | not_potential, stalling | 1/1 | 20 [20, 20] | 0.00 [0.00, 0.00] | reference |"
+        in (outcome)
+    )
+    assert "| honest | none | not watched | 1 [1, 1] | reference | 1.00 [1.00, 1.00] |" in outcome
+    timing = report.split("## Monitor flags against the task metric")[1].split("##")[0]
+    assert timing.count("| hacked | 0 |") == 1 and "| honest |" not in timing
 
 
 def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep, tmp_path):

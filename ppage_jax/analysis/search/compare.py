@@ -91,7 +91,10 @@ def compare_searches(searches: Mapping[str, str | Path], out_dir: str | Path) ->
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             poi = stats.probability_of_improvement_ci(
-                -_selected_times(dirs[a]), -_selected_times(dirs[b]), reps=BOOTSTRAP_REPS
+                -_selected_times(dirs[a]),
+                -_selected_times(dirs[b]),
+                reps=BOOTSTRAP_REPS,
+                joint=True,
             )
             lines.append(f"| {a} | {b} | {poi} |")
     lines.append("")

@@ -5,7 +5,9 @@ seeds is infeasible (it ranks after every feasible candidate, and says why).
 A run is *flagged* when any of the constraint's monitor checks (``hacking``,
 ``episode_length``, ``share``; :mod:`ppage_jax.train.monitor`) fired on its training curve:
 a ``monitor/<check>/...`` column of its result is 1. A candidate whose design pays no
-learning role a shaping term has no monitor columns and is never flagged.
+learning role a shaping term has no monitor columns and is never flagged. Opt-in, the
+constraint's ``audit`` list makes a candidate infeasible when the reward audit raised one of
+those flags for its design (``stalling``: capturing pays less than carrying on).
 """
 
 from __future__ import annotations
@@ -50,10 +52,12 @@ def judge(
     direction: int,
     constraint: Constraint,
     cap: float = math.inf,
+    audit_flags: Sequence[str] = (),
 ) -> Verdict:
     """A candidate's :class:`Verdict` from its runs' results ``{seed: {metric: value}}``; a
     non-finite metric (a Kaplan-Meier median never reached) counts as ``cap``, the step
-    limit."""
+    limit. ``audit_flags``: the reward audit's flags of the design (infeasible when one is
+    in ``constraint.audit``)."""
     values = [float(r[metric]) if math.isfinite(r[metric]) else cap for r in results.values()]
     finite = [v for v in values if math.isfinite(v)]
     mean = float(np.mean(finite)) if finite else math.nan
@@ -65,15 +69,17 @@ def judge(
             checks = flagged_checks(result, constraint.checks)
             if checks:
                 flagged[seed] = checks
-    feasible = not (2 * len(flagged) > len(results))
-    reason = ""
-    if not feasible:
+    reasons = []
+    if 2 * len(flagged) > len(results):
         seen = sorted({c for cs in flagged.values() for c in cs})
-        reason = (
+        reasons.append(
             f"the reward-hacking monitor flagged {len(flagged)} of {len(results)} seeds "
             f"({', '.join(seen)})"
         )
-    return Verdict(mean, loss, flagged, feasible, reason)
+    audit = sorted(set(audit_flags) & set(constraint.audit))
+    if audit:
+        reasons.append(f"the reward audit flagged {', '.join(audit)}")
+    return Verdict(mean, loss, flagged, not reasons, "; ".join(reasons))
 
 
 def selection_order(candidates: Sequence[Mapping]) -> list[int]:

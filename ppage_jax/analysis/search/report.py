@@ -152,7 +152,7 @@ def reevaluation_stats(out_dir: Path, references: list[str]) -> dict[str, Any] |
                 continue
             # higher is better: minus the censored time to capture, one stratum per layout
             row[f"poi/{ref}"] = stats.probability_of_improvement_ci(
-                -matrices[arm], -matrices[ref], reps=BOOTSTRAP_REPS
+                -matrices[arm], -matrices[ref], reps=BOOTSTRAP_REPS, joint=True
             )
         out["rows"][arm] = row
     return out
@@ -191,6 +191,12 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
         )
     else:
         lines.append("Constraint: **off** (the monitor's flags are recorded, not used).")
+    audit_constraint = getattr(spec.constraint, "audit", ())
+    if audit_constraint:
+        lines.append(
+            "A candidate whose reward audit raises "
+            f"{', '.join(f'`{c}`' for c in audit_constraint)} is infeasible too."
+        )
     lines += ["", "## Search space", "", "| key | low | high | scale | base design |"]
     lines.append("|---|---|---|---|---|")
     for d in spec.dims:
@@ -269,13 +275,10 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
             f"selected the same candidate ({best['name']})."
         )
     else:
-        checks = sorted({k for cs in free.get("flagged_checks", {}).values() for k in cs})
         lines.append(
             f"Ranked on {metric} alone, ignoring the constraint, the search would have "
-            f"selected {free['name']} ({metric} {_fmt(free['metric'])}), which the monitor "
-            f"flagged in {len(free['flagged_seeds'])} of {len(free['seeds'])} seeds"
-            + (f" ({', '.join(checks)})" if checks else "")
-            + f"; the constraint selected {best['name']} instead."
+            f"selected {free['name']} ({metric} {_fmt(free['metric'])}), infeasible because "
+            f"{free['reason']}; the constraint selected {best['name']} instead."
         )
     lines += ["", "### Audit flags per candidate", ""]
     if spec.audit_episodes:
@@ -323,7 +326,8 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
             "in one compiled program, the same budget per run as the search. IQM over seeds "
             "[95 % stratified-bootstrap CI]; P(improvement vs X) = probability that a run of "
             "the arm captures sooner than a run of X on the same layout (censored at the step "
-            "limit; ties count half), averaged over layouts, [95 % CI]."
+            "limit; ties count half), averaged over layouts, [95 % CI] (a bootstrap replicate "
+            "resamples whole runs, each keeping all its layouts)."
         )
         lines.append("")
         poi_cols = [f"P(improvement vs {ref})" for ref in refs]

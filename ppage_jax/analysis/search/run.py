@@ -55,7 +55,9 @@ def search_identity(spec: SearchSpec, env_steps_per_update: int, horizon: int) -
 
 
 def _stderr(message: str) -> None:
-    print(message, file=sys.stderr)
+    from tqdm.auto import tqdm
+
+    tqdm.write(message, file=sys.stderr)  # above the progress bar
 
 
 def search_rewards(
@@ -170,7 +172,10 @@ def search_rewards(
         record_cands = []
         for i, name in enumerate(names):
             per_seed = {s: r for (a, s), r in results.items() if a == name}
-            verdict = judge(per_seed, spec.metric, spec.direction, spec.constraint, horizon)
+            audit_flags = sorted({row[1] for row in audit if row[0] == name and row[4] == 1})
+            verdict = judge(
+                per_seed, spec.metric, spec.direction, spec.constraint, horizon, audit_flags
+            )
             record_cands.append(
                 {
                     "name": name,
@@ -185,9 +190,7 @@ def search_rewards(
                     "flagged_checks": {str(s): c for s, c in verdict.flagged.items()},
                     "feasible": verdict.feasible,
                     "reason": verdict.reason,
-                    "audit_flags": sorted(
-                        {row[1] for row in audit if row[0] == name and row[4] == 1}
-                    ),
+                    "audit_flags": audit_flags,
                 }
             )
             if not verdict.feasible:
@@ -231,7 +234,7 @@ def search_rewards(
     }
     if stopped or len(writer.finished()) < spec.generations:
         summary["seconds"] = seconds
-        writer.write_description(search_seconds=round(seconds, 2))
+        writer.write_description(search_seconds=round(writer.previous_seconds + seconds, 2))
         return summary
     best = candidates[selection_order(candidates)[0]]
     summary["best"] = best
@@ -257,7 +260,8 @@ def search_rewards(
     seconds = time.perf_counter() - start
     summary["seconds"] = seconds
     writer.write_description(
-        search_seconds=round(seconds, 2), compile_calls_this_process=program.compile_calls
+        search_seconds=round(writer.previous_seconds + seconds, 2),
+        compile_calls_this_process=program.compile_calls,
     )
     if report:
         from ppage_jax.analysis.search.report import write_report

@@ -18,7 +18,7 @@ A search file holds one top-level key, ``search``::
       seed: 0                           # the strategy's key
       train_seed: 0
       eval: {seed: 1000000, episodes: 64, policy: sampled, metric: rmst}
-      constraint: {monitor: true, checks: [hacking, episode_length, share]}
+      constraint: {monitor: true, checks: [hacking, episode_length, share], audit: []}
       audit: {episodes: 8}              # or false
       references: {hybrid: {config: hybrid}, potential: {config: potential}}
       reevaluate: {seeds: 4, train_seed: 100, eval_seed: 2000000, episodes: 128}
@@ -73,7 +73,7 @@ SEARCH_KEYS = (
 DESIGN_KEYS = ("weights", "disable", "params", "applies_to", "hyperparams")
 DIM_KEYS = ("low", "high", "scale")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy", "metric")
-CONSTRAINT_KEYS = ("monitor", "checks")
+CONSTRAINT_KEYS = ("monitor", "checks", "audit")
 AUDIT_KEYS = ("episodes",)
 REEVAL_KEYS = ("seeds", "train_seed", "eval_seed", "episodes")
 STRATEGY_KEYS = ("name", "std")
@@ -94,10 +94,13 @@ REFERENCE_DEFAULT = ("hybrid", "potential")
 @dataclasses.dataclass(frozen=True)
 class Constraint:
     """A candidate is infeasible when the reward-hacking monitor flags one of ``checks`` in
-    the majority (more than half) of its seeds; ``monitor: false`` turns the constraint off."""
+    the majority (more than half) of its seeds; ``monitor: false`` turns that off. Opt-in:
+    ``audit`` names reward-audit flags (``stalling``, ...) that make a candidate infeasible
+    before it trains (the audit sees the design, the monitor the training curve)."""
 
     monitor: bool = True
     checks: tuple[str, ...] = MONITOR_CHECKS
+    audit: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +206,7 @@ class SearchSpec:
             "constraint": {
                 "monitor": self.constraint.monitor,
                 "checks": list(self.constraint.checks),
+                **({"audit": list(self.constraint.audit)} if self.constraint.audit else {}),
             },
             "audit_episodes": self.audit_episodes,
             "reevaluate": dataclasses.asdict(self.reevaluate),
@@ -364,6 +368,13 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
             checks,
             f"must be a non-empty list of {list(MONITOR_CHECKS)}",
         )
+    from ppage_jax.analysis.sweep.auditing import CHECKS as AUDIT_CHECKS
+
+    audit_checks = con.get("audit", [])
+    if not isinstance(audit_checks, list) or any(c not in AUDIT_CHECKS for c in audit_checks):
+        read.fail(
+            "search.constraint.audit", audit_checks, f"must be a list of {list(AUDIT_CHECKS)}"
+        )
     audit_raw = body.get("audit", {})
     if audit_raw is False:
         audit_episodes = 0
@@ -372,6 +383,12 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         audit = read.mapping("search.audit", audit_raw, AUDIT_KEYS)
         audit_episodes = read.integer("search.audit.episodes", audit.get("episodes", 8), 1)
 
+    if audit_checks and not audit_episodes:
+        read.fail(
+            "search.constraint.audit",
+            audit_checks,
+            "needs the audit: remove 'audit: false' or this constraint",
+        )
     re = read.mapping("search.reevaluate", body.get("reevaluate"), REEVAL_KEYS)
     reevaluate = Reevaluation(
         read.integer("search.reevaluate.seeds", re.get("seeds", 4), 1),
@@ -427,7 +444,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         eval_max_steps,
         eval_policy,
         metric,
-        Constraint(monitor, tuple(dict.fromkeys(checks))),
+        Constraint(monitor, tuple(dict.fromkeys(checks)), tuple(dict.fromkeys(audit_checks))),
         audit_episodes,
         reevaluate,
         output_dir,

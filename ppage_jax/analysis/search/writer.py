@@ -107,6 +107,8 @@ class SearchWriter:
     ):
         self.dir = prepare_output_dir(output_dir, "search directory")
         self.description = dict(description)
+        # the seconds earlier runs of this search spent (kept across --resume)
+        self.previous_seconds = 0.0
         self.identity = identity_hash(identity)
         present = [name for name in SEARCH_FILES if (self.dir / name).exists()]
         if resume and (self.dir / MANIFEST).exists():
@@ -118,6 +120,11 @@ class SearchWriter:
                     f"rerun it with --overwrite or choose another output directory"
                 )
             self.manifest = manifest
+            try:
+                before = json.loads((self.dir / DESCRIPTION).read_text())
+                self.previous_seconds = float(before.get("search_seconds", 0.0))
+            except (OSError, ValueError, TypeError):
+                self.previous_seconds = 0.0
         else:
             if present and not overwrite:
                 raise OutputError(

@@ -122,6 +122,14 @@ def headline_stats(
     return out
 
 
+def _shown_path(text: str) -> str:
+    """A path as the report shows it: relative to the current directory when below it."""
+    try:
+        return str(Path(text).resolve().relative_to(Path.cwd().resolve())) if text else text
+    except ValueError:
+        return text
+
+
 def _fmt(x: float, digits: int = 3) -> str:
     if x is None or not math.isfinite(x):
         return "-"
@@ -141,7 +149,7 @@ def write_report(output_dir: str | Path) -> Path:
     head = headline_stats(results, arms, references, cap)
     diagnostics = headline_stats(results, arms, references, cap, DIAGNOSTICS)
 
-    lines = [f"# Sweep report: {info.get('sweep', '')}", ""]
+    lines = [f"# Sweep report: {_shown_path(info.get('sweep', ''))}", ""]
     lines.append(
         f"Config `{info['config']}` (hash {info['config_hash']}); terms "
         f"{', '.join(info['terms'])}; {info['seeds']} seeds per arm (training seeds "
@@ -221,8 +229,9 @@ def write_report(output_dir: str | Path) -> Path:
             for t in info["terms"]
             if any(math.isfinite(means[t, a]) and means[t, a] != 0 for a in arms)
         ]
-        if not any(math.isfinite(means["total", a]) for a in arms):
-            continue
+        totals = [means["total", a] for a in arms if math.isfinite(means["total", a])]
+        if not totals or (not shown and not any(totals)):
+            continue  # no rows, or no term paid this role anything (it does not learn)
         lines += [
             f"**{role}**",
             "",
@@ -252,6 +261,13 @@ def write_report(output_dir: str | Path) -> Path:
     return report
 
 
+def _poi_cell(poi: stats.Interval | None, is_reference: bool) -> str:
+    """A P(improvement) [CI] table cell."""
+    if poi is None:
+        return "reference" if is_reference else "-"
+    return f"{poi.point:.2f} [{poi.low:.2f}, {poi.high:.2f}]"
+
+
 def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
     """The rows of a headline-style table: metric, arm, n, IQM [CI], then one
     P(improvement) [CI] column per reference arm."""
@@ -268,12 +284,7 @@ def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
             iqm = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
             pois = []
             for ref in references:
-                poi = e["poi"].get(ref)
-                pois.append(
-                    f"{poi.point:.2f} [{poi.low:.2f}, {poi.high:.2f}]"
-                    if poi is not None
-                    else ("reference" if arm == ref else "-")
-                )
+                pois.append(_poi_cell(e["poi"].get(ref), arm == ref))
             lines.append(f"| {label} | {arm} | {e['n']} | {iqm} | " + " | ".join(pois) + " |")
     return lines
 
@@ -355,7 +366,7 @@ def outcome_lines(
             monitor = "not watched"
         e = head["rmst"].get(arm, {})
         rmst = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
-        pois = [str(e["poi"][r]) if r in e.get("poi", {}) else "reference" for r in references]
+        pois = [_poi_cell(e.get("poi", {}).get(r), arm == r) for r in references]
         lines.append(f"| {arm} | {audit} | {monitor} | {rmst} | " + " | ".join(pois) + " |")
     return lines + [
         "",
@@ -478,7 +489,12 @@ def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
         paths.append(out / "headline.png")
         save_figure(fig, paths[-1], dpi=110)
         plt.close(fig)
-    shown = [m for m in CURVES if m in curves]
+    shown = [  # a curve that is zero in every arm (a role that is paid nothing) is left out
+        m
+        for m in CURVES
+        if m in curves
+        and any(v for arm in curves[m].values() for run in arm.values() for v in run.values())
+    ]
     if shown:
         fig, axes = plt.subplots(1, len(shown), figsize=(3.6 * len(shown), 3.2), squeeze=False)
         for ax, metric in zip(axes[0], shown, strict=True):
