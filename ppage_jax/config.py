@@ -789,12 +789,11 @@ def _validate(data: dict, sources: Mapping[str, str]) -> None:
         data["env"]["termination"]["capture_threshold"],
         data["agents"]["preys"]["count"],
     )
-    if threshold > n_prey:
-        fail(
-            "env.termination.capture_threshold",
-            threshold,
-            f"can never be reached: it counts captured prey, each prey is captured at most "
-            f"once, and there are {n_prey} (agents.preys.count); must be in [0, {n_prey}]",
+    if threshold > n_prey > 0:
+        notice(
+            f"env.termination.capture_threshold = {threshold} can never be reached: it counts "
+            f"captured prey, each prey is captured at most once, and there are {n_prey} "
+            f"(agents.preys.count); episodes end only at the step limit"
         )
     env = data["env"]
     if env["map"] is not None:

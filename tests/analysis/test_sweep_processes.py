@@ -22,6 +22,7 @@ from ppage_jax.analysis.sweep.program import (
 )
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import load_sweep
+from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.cli.main import main as cli_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ PROGRAM = [sys.executable, "-c", "import sys; from ppage_jax.cli import main; sy
 def read_curves(directory: Path) -> dict[tuple, float]:
     with open(directory / "curves.csv", newline="") as fh:
         return {
-            (r["arm"], r["seed"], r["update"], r["env_steps"], r["metric"]): float(r["value"])
+            (r["arm"], r["seed"], r["update"], r["env_steps"], r["metric"]): float_value(r["value"])
             for r in csv.DictReader(fh)
         }
 
