@@ -64,3 +64,21 @@ def test_flag_timing_lines_make_one_table_row_per_flagged_seed():
         "share/predator/capture_proximity |"
     ]
     assert flag_timing_lines(results, curves, ["plain"]) == []
+
+
+def test_read_curves_reads_a_gzipped_table(tmp_path):
+    import gzip
+
+    from ppage_jax.analysis.sweep.report import read_curves
+
+    text = (
+        "arm,seed,update,env_steps,metric,value\n"
+        "a,0,1,64,capture_rate,0.5\na,0,2,128,capture_rate,\n"
+    )
+    (tmp_path / "curves.csv").write_text(text)
+    with gzip.open(tmp_path / "curves.csv.gz", "wt") as fh:
+        fh.write(text)
+    plain = read_curves(tmp_path / "curves.csv")
+    packed = read_curves(tmp_path / "curves.csv.gz")
+    assert packed["capture_rate"]["a"][0][64] == 0.5 == plain["capture_rate"]["a"][0][64]
+    assert math.isnan(packed["capture_rate"]["a"][0][128])

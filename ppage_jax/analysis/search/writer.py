@@ -32,6 +32,7 @@ from typing import Any
 
 from ppage_jax.analysis.sweep.auditing import HEADER as AUDIT_HEADER
 from ppage_jax.analysis.sweep.writer import cell, float_value, identity_hash
+from ppage_jax.analysis.sweep.writer import read_manifest as read_any_manifest
 from ppage_jax.artifacts import (
     OutputError,
     fault,
@@ -82,16 +83,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 def read_manifest(directory: str | Path) -> dict:
     """``directory``'s search manifest; :class:`OutputError` when missing or unreadable."""
-    path = Path(directory) / MANIFEST
-    if not path.is_file():
-        raise OutputError(f"{directory} holds no search to resume (no {MANIFEST})")
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise OutputError(f"{path}: unreadable search manifest ({err})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise OutputError(f"{path}: not a ppage_jax search manifest")
-    return manifest
+    return read_any_manifest(directory, "search", MANIFEST_FORMAT)
 
 
 class SearchWriter:

@@ -19,6 +19,7 @@ run before training (audit.csv) and the reward-hacking monitor's flags per arm (
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 from collections import defaultdict
@@ -64,9 +65,11 @@ def read_results(path: Path) -> dict[str, dict[str, dict[int, float]]]:
 
 
 def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]:
-    """curves.csv -> {metric: {arm: {seed: {env_steps: value}}}}."""
+    """curves.csv (or a gzipped ``curves.csv.gz``) -> {metric: {arm: {seed: {env_steps:
+    value}}}}."""
     table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    with open(path, newline="") as fh:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", newline="") as fh:
         for row in csv.DictReader(fh):
             table[row["metric"]][row["arm"]][int(row["seed"])][int(row["env_steps"])] = float_value(
                 row["value"]

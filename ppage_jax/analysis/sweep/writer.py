@@ -87,17 +87,20 @@ def sweep_files(directory: Path) -> list[str]:
     return [name for name in SWEEP_FILES if (directory / name).exists()]
 
 
-def read_manifest(directory: str | Path) -> dict:
-    """``directory``'s manifest; :class:`OutputError` when missing or unreadable."""
+def read_manifest(
+    directory: str | Path, kind: str = "sweep", format_name: str = MANIFEST_FORMAT
+) -> dict:
+    """``directory``'s ``kind`` manifest (``format_name`` its format); :class:`OutputError`
+    when missing or unreadable."""
     path = Path(directory) / MANIFEST
     if not path.is_file():
-        raise OutputError(f"{directory} holds no sweep to resume (no {MANIFEST})")
+        raise OutputError(f"{directory} holds no {kind} to resume (no {MANIFEST})")
     try:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise OutputError(f"{path}: unreadable sweep manifest ({err})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        raise OutputError(f"{path}: not a ppage_jax sweep manifest")
+        raise OutputError(f"{path}: unreadable {kind} manifest ({err})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != format_name:
+        raise OutputError(f"{path}: not a ppage_jax {kind} manifest")
     return manifest
 
 
