@@ -3,7 +3,7 @@
 Rolls out uniformly random policies (auto-reset) on a config, collects every agent's
 observation (iql keys) and every team's joint observation (cql keys), and reports, per table
 size, the distinct observations seen and the share of them that share a table row with another
-distinct observation (``ppage_jax.train.tabular.collision_rate``).
+distinct observation (``ppage_jax.train.algorithms.tabular.collision_rate``).
 
     python benchmarks/hash_collisions.py                       # configs/default
     python benchmarks/hash_collisions.py --config configs/1v1 --steps 400
@@ -18,7 +18,7 @@ import numpy as np
 
 import ppage_jax as pj
 from ppage_jax.policies import random_policy
-from ppage_jax.train.tabular import collision_rate
+from ppage_jax.train.algorithms.tabular import collision_rate
 from ppage_jax.wrappers import BatchedAutoResetEnv
 
 

@@ -51,13 +51,14 @@ import numpy as np
 from tables import ROW_KEYS, cpu_seconds, fmt_turns, write_json
 
 import ppage_jax as pj
-from ppage_jax.analysis.survival import rmst_ratio
 from ppage_jax.config import parse_override
-from ppage_jax.train import algorithm, make_train_config, report
-from ppage_jax.train.checkpoint import save_checkpoint
-from ppage_jax.train.evaluate import evaluate_episodes, summarize_rows
-from ppage_jax.train.progress import run_updates
-from ppage_jax.train.runner import seed_keys
+from ppage_jax.stats.survival import rmst_ratio
+from ppage_jax.train import algorithm, make_train_config
+from ppage_jax.train.run import report
+from ppage_jax.train.run.checkpoint import save_checkpoint
+from ppage_jax.train.run.evaluate import evaluate_episodes, summarize_rows
+from ppage_jax.train.run.progress import run_updates
+from ppage_jax.train.run.runner import seed_keys
 
 EVAL_SEED = 1_000_000
 UNTRAINED = "untrained, the prior alone (sampled)"
@@ -301,7 +302,7 @@ def train(goal: Goal, args: argparse.Namespace) -> dict:
 def write_gif(tc, runner, module, episodes: dict, final: dict, path: Path) -> dict:
     """A typical episode of the sampled policy: the captured episode whose length is closest
     to the Kaplan-Meier median (the first such episode of the block)."""
-    from ppage_jax.train.evaluate import matchup_policy
+    from ppage_jax.train.run.evaluate import matchup_policy
     from ppage_jax.viz.frames import render_episode
     from ppage_jax.viz.frames import write_gif as write_frames
 

@@ -41,9 +41,9 @@ import ppage_jax as pj
 from ppage_jax.episodes import episode_keys, play_episodes, summarize_episodes
 from ppage_jax.policies import PREDATOR_POLICIES
 from ppage_jax.train import make_train_config
-from ppage_jax.train.evaluate import evaluate, is_stochastic, matchup_policy
 from ppage_jax.train.registry import algorithm
-from ppage_jax.train.runner import run_training
+from ppage_jax.train.run.evaluate import evaluate, is_stochastic, matchup_policy
+from ppage_jax.train.run.runner import run_training
 
 CONFIG = "configs/1v1"
 NUM_ENVS = 16

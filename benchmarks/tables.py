@@ -9,9 +9,9 @@ import math
 import resource
 from pathlib import Path
 
-from ppage_jax.train.report import _clean
+from ppage_jax.train.run.report import _clean
 
-# The fields of an evaluation row (ppage_jax.train.evaluate) a benchmark keeps.
+# The fields of an evaluation row (ppage_jax.train.run.evaluate) a benchmark keeps.
 ROW_KEYS = (
     "capture_rate",
     "rmst",

@@ -32,8 +32,8 @@ from tables import ROW_KEYS, rmst_cells, write_json
 
 import ppage_jax as pj
 from ppage_jax.train import algorithm, make_train_config
-from ppage_jax.train.evaluate import evaluate
-from ppage_jax.train.runner import run_training
+from ppage_jax.train.run.evaluate import evaluate
+from ppage_jax.train.run.runner import run_training
 
 CONFIG = "configs/1v1"
 EVAL_SEED = 1_000_000

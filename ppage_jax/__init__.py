@@ -9,9 +9,6 @@ pictures, training, audits, sweeps, reward search) resolves lazily on first use,
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
 from typing import Any
 
 from ppage_jax import observations, rewards  # noqa: F401  (register the shipped builders/terms)
@@ -61,21 +58,6 @@ _LAZY: dict[str, str] = {
     "search_rewards": "ppage_jax.analysis.search",
 }
 
-# Module paths of earlier releases, kept importable: old name -> where it lives now.
-_MOVED_MODULES: dict[str, str] = {
-    "ppage_jax.reference": "ppage_jax.oracle.env",
-    "ppage_jax.reference_observations": "ppage_jax.oracle.observations",
-    "ppage_jax.run_gif": "ppage_jax.viz.run_gif",
-    "ppage_jax.plotting": "ppage_jax.viz.figures",
-    "ppage_jax.stats": "ppage_jax.analysis.stats",
-    "ppage_jax.audit": "ppage_jax.analysis.audit",
-    "ppage_jax.sweep": "ppage_jax.analysis.sweep.run",
-    "ppage_jax.sweep_spec": "ppage_jax.analysis.sweep.spec",
-    "ppage_jax.sweep_report": "ppage_jax.analysis.sweep.report",
-    "ppage_jax.benchmark": "ppage_jax.bench.core",
-    "ppage_jax.rollout": "ppage_jax.episodes.summary",
-}
-
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
@@ -88,24 +70,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-
-class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports a moved module under its old name by returning the module at its new path."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname in _MOVED_MODULES:
-            return importlib.util.spec_from_loader(fullname, self)
-        return None
-
-    def create_module(self, spec):
-        return importlib.import_module(_MOVED_MODULES[spec.name])
-
-    def exec_module(self, module):
-        pass
-
-
-if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
 
 __all__ = [
     "AutoResetEnv",

@@ -1,6 +1,6 @@
 """Package defaults of the simulator's sections: PPAGE's shipped top-level config, with
 stamina unlimited. The ``experiment`` section's defaults live with its schema in
-``ppage_jax.train.schema``."""
+``ppage_jax.config.experiment``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The benchmark's public names in one place (``ppage_jax.bench.core``, formerly
-``ppage_jax.benchmark``). The code lives in :mod:`~ppage_jax.bench.throughput` (timing one
+"""The benchmark's public names in one place (``ppage_jax.bench.core``). The code lives in :mod:`~ppage_jax.bench.throughput` (timing one
 environment, the oracle, first-step time), :mod:`~ppage_jax.bench.peers` (Jumanji,
 JaxMARL), :mod:`~ppage_jax.bench.scaling` (grid size, agents, batch, per builder) and
 :mod:`~ppage_jax.bench.report` (the runs and their tables)."""

@@ -13,8 +13,8 @@ import yaml
 
 from ppage_jax.artifacts import write_text
 from ppage_jax.config import Config, ConfigError, ConfigNotice, load_config
+from ppage_jax.config.ppage_format import Translation, translate
 from ppage_jax.defaults import SECTIONS
-from ppage_jax.ppage_format import Translation, translate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

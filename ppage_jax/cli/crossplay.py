@@ -24,8 +24,8 @@ from ppage_jax.artifacts import prepare_output_dir, write_text
 from ppage_jax.cli.args import nonnegative_int, positive_int, seed_number
 from ppage_jax.config import ConfigError
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
-from ppage_jax.train.evaluate import BASELINE_LABELS
-from ppage_jax.train.roles import ROLES, FrozenPolicy, frozen_policy, load_run_config
+from ppage_jax.train.run.evaluate import BASELINE_LABELS
+from ppage_jax.train.run.roles import ROLES, FrozenPolicy, frozen_policy, load_run_config
 
 # Baselines every table holds, per role (names of ppage_jax.policies).
 BASELINES = {"predator": ("random", "chase"), "prey": ("random", "evade")}
@@ -83,7 +83,7 @@ def policy_options(
     """Per role: ``(name, FrozenPolicy or baseline name)`` for every run that trained the
     role, then the baselines. Names are the run directories (``#i`` added when repeated).
     Raises ValueError naming the run that cannot play here."""
-    from ppage_jax.train.experiment import make_train_config
+    from ppage_jax.train.run.experiment import make_train_config
 
     options: dict[str, list[tuple[str, Any]]] = {role: [] for role in ROLES}
     for i, run_dir in enumerate(run_dirs):

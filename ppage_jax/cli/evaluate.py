@@ -16,10 +16,11 @@ from ppage_jax.artifacts import OutputError, prepare_output_dir, write_json, wri
 from ppage_jax.cli.args import positive_int, seed_number
 from ppage_jax.config import Config, load_config, parse_override
 from ppage_jax.state import EnvParams
-from ppage_jax.train import make_train_config, report
-from ppage_jax.train.checkpoint import CheckpointError, load_checkpoint
+from ppage_jax.train import make_train_config
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.evaluate import evaluate_episodes, rows_for, summarize_rows
+from ppage_jax.train.run import report
+from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
+from ppage_jax.train.run.evaluate import evaluate_episodes, rows_for, summarize_rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +53,7 @@ def run_evaluation(
     """Evaluate ``policies`` (stacked over seeds) on the config's eval block, write
     ``run_dir/capture_curves.png``, print the tables (unless ``quiet``) and return
     summary.json's ``evaluation`` section: ``episodes``, ``seed``, ``max_steps`` and
-    ``rows`` (``{row: summary}``, rows of :data:`ppage_jax.train.evaluate.ROWS`)."""
+    ``rows`` (``{row: summary}``, rows of :data:`ppage_jax.train.run.evaluate.ROWS`)."""
     ev = config["experiment"]["eval"]
     cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
     which = rows_for(tc)

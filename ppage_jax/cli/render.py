@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
     env = make(config)
     policy, source = None, "random actions"
     if args.run is not None:
-        from ppage_jax.train.checkpoint import NonFiniteCheckpointError
+        from ppage_jax.train.run.checkpoint import NonFiniteCheckpointError
 
         try:
             policy, source = run_policy(config, env, Path(args.run))

@@ -39,12 +39,13 @@ from ppage_jax.cli.main import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_argumen
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.tracking.base import add_logger_argument
 from ppage_jax.tracking.training import TrainingRecorder
-from ppage_jax.train import make_train_config, report
-from ppage_jax.train.checkpoint import CheckpointError, TrainingCheckpoints, save_checkpoint
-from ppage_jax.train.curriculum import config_curriculum
-from ppage_jax.train.divergence import DivergenceError
-from ppage_jax.train.monitor import monitor_table
-from ppage_jax.train.runner import run_training
+from ppage_jax.train import make_train_config
+from ppage_jax.train.run import report
+from ppage_jax.train.run.checkpoint import CheckpointError, TrainingCheckpoints, save_checkpoint
+from ppage_jax.train.run.curriculum import config_curriculum
+from ppage_jax.train.run.divergence import DivergenceError
+from ppage_jax.train.run.monitor import monitor_table
+from ppage_jax.train.run.runner import run_training
 from ppage_jax.viz.inspector import write_run_html
 from ppage_jax.viz.run_gif import write_run_gif
 

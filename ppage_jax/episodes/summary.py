@@ -1,7 +1,7 @@
 """Host-side summaries of played episodes, in one vocabulary, and the sharded stream rollout.
 
 :func:`summarize_episodes` is the one summariser: ``capture_rate``, the censored time to
-capture (``km_median``, ``rmst`` with bootstrap CIs, see :mod:`ppage_jax.analysis.survival`),
+capture (``km_median``, ``rmst`` with bootstrap CIs, see :mod:`ppage_jax.stats.survival`),
 ``truncated_share``, ``episode_length``, ``steps_to_capture`` and the per-term returns of each
 role. :func:`rollout_summary` runs a sharded auto-reset stream and returns raw totals.
 """
@@ -17,13 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from ppage_jax.analysis.survival import BOOTSTRAP_REPS, survival_summary
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import play_turn
 from ppage_jax.episodes.stats import episode_stats_init
 from ppage_jax.policies import Policy
 from ppage_jax.sharding import batch_sharding, make_mesh, replicate, to_host
 from ppage_jax.state import EnvParams
+from ppage_jax.stats.survival import BOOTSTRAP_REPS, survival_summary
 from ppage_jax.wrappers import BatchedAutoResetEnv
 
 ROLES = ("predator", "prey")

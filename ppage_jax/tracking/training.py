@@ -20,8 +20,8 @@ from ppage_jax.tracking.base import (
     row_scalars,
 )
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.monitor import Flag, Monitor, MonitorConfig
-from ppage_jax.train.report import metric_rows
+from ppage_jax.train.run.monitor import Flag, Monitor, MonitorConfig
+from ppage_jax.train.run.report import metric_rows
 
 GIF_TAG = "episode"
 

@@ -15,7 +15,7 @@ The contract every algorithm module follows::
   ``EnvParams``: ``jax.jit(jax.vmap(module.train, in_axes=(0, None, 0)))(keys, tc, params)``.
 - ``module.train(key, tc, params, hyperparams)``: an optional ``{name: float32}`` of traced
   hyperparameters (learning rates, loss coefficients, clipping, ``gamma``, ``gae_lambda``,
-  epsilon schedule, ``alpha``; :mod:`ppage_jax.train.traced`) replacing ``tc.hp``'s values;
+  epsilon schedule, ``alpha``; :mod:`ppage_jax.train.kit.traced`) replacing ``tc.hp``'s values;
   new values (or a vmapped batch of them) run in the same compiled program.
 - ``runner_state``: the algorithm's final state (learners, optimiser states, grids, key,
   ``progress`` counters ``env_steps``/``episodes``/``updates``).
@@ -37,10 +37,10 @@ The contract every algorithm module follows::
 them in chunks to drive its progress bar (:func:`progress.run_updates`), which gives the same
 result as ``train``. The contract is :class:`protocol.Algorithm`; algorithms are registered in
 :mod:`ppage_jax.train.registry` with their hyperparameters declared in
-:mod:`ppage_jax.train.hyperparams`.
+:mod:`ppage_jax.config.hyperparams`.
 
 This package imports no learner: its names resolve on first use, so loading a config (which
-validates ``experiment.*`` through :mod:`ppage_jax.train.schema`) never imports flax or optax.
+validates ``experiment.*`` through :mod:`ppage_jax.config.experiment`) never imports flax or optax.
 """
 
 from __future__ import annotations
@@ -61,11 +61,11 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ALGORITHMS": "ppage_jax.train.registry",
     "Algorithm": "ppage_jax.train.protocol",
-    "Hyperparams": "ppage_jax.train.hyperparams",
-    "ROLES": "ppage_jax.train.roles",
+    "Hyperparams": "ppage_jax.config.hyperparams",
+    "ROLES": "ppage_jax.train.run.roles",
     "TrainConfig": "ppage_jax.train.config",
     "algorithm": "ppage_jax.train.registry",
-    "make_train_config": "ppage_jax.train.experiment",
+    "make_train_config": "ppage_jax.train.run.experiment",
     "register_algorithm": "ppage_jax.train.registry",
 }
 
@@ -82,13 +82,13 @@ def train(
     ``experiment.curriculum`` then applies); ``params`` defaults to the environment's
     default params. ``hyperparams`` (``{name: value}``, traced: jit this with them as an
     argument and new values do not recompile) replace the algorithm's traced
-    hyperparameters (:mod:`ppage_jax.train.traced`).
+    hyperparameters (:mod:`ppage_jax.train.kit.traced`).
     """
     from ppage_jax.config import Config
-    from ppage_jax.train.curriculum import config_curriculum
-    from ppage_jax.train.experiment import make_train_config
-    from ppage_jax.train.progress import train_loop
     from ppage_jax.train.registry import algorithm
+    from ppage_jax.train.run.curriculum import config_curriculum
+    from ppage_jax.train.run.experiment import make_train_config
+    from ppage_jax.train.run.progress import train_loop
 
     tc = make_train_config(config) if isinstance(config, Config) else config
     params = tc.env.default_params if params is None else params
@@ -104,6 +104,10 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    from ppage_jax.train.registry import ALGORITHMS, algorithm
+
+    if name in ALGORITHMS:  # ppage_jax.train.<algorithm>: the module implementing it
+        return algorithm(name)
     raise AttributeError(f"module 'ppage_jax.train' has no attribute {name!r}")
 
 

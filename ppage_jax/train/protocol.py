@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import jax
 
+    from ppage_jax.config.hyperparams import Hyperparams
     from ppage_jax.state import EnvParams, State
     from ppage_jax.train.config import TrainConfig
-    from ppage_jax.train.hyperparams import Hyperparams
 
 
 @runtime_checkable
 class Algorithm(Protocol):
     """A training algorithm. Pure and jittable; ``tc`` is static, ``params`` traced."""
 
-    Hyperparams: type[Hyperparams]  # its declaration (ppage_jax.train.hyperparams)
+    Hyperparams: type[Hyperparams]  # its declaration (ppage_jax.config.hyperparams)
     STOCHASTIC: bool  # True: it also implements StochasticAlgorithm
 
     def init(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> Any:
@@ -37,9 +37,9 @@ class Algorithm(Protocol):
     def train(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
         """``init`` then ``tc.num_updates`` updates: (runner state, stacked metrics). The
         built-in algorithms also take traced ``hyperparams`` (:mod:`.traced`); every one may
-        run through :func:`ppage_jax.train.progress.train_loop`, which binds them into
+        run through :func:`ppage_jax.train.run.progress.train_loop`, which binds them into
         ``tc.hp``, so ``init``/``update`` must read traced floats from ``tc.hp`` with array
-        operations (and optimiser settings through :mod:`ppage_jax.train.optim`)."""
+        operations (and optimiser settings through :mod:`ppage_jax.train.kit.optim`)."""
 
     def policy_state(self, runner: Any) -> Any:
         """What the greedy policy needs (and what checkpoints hold)."""

@@ -2,7 +2,7 @@
 
 The module is imported on first use (:func:`algorithm`); the declaration is light, so
 validating a config never imports a learner. Adding an algorithm is one entry here (or one
-:func:`register_algorithm` call) plus its declaration in :mod:`ppage_jax.train.hyperparams`.
+:func:`register_algorithm` call) plus its declaration in :mod:`ppage_jax.config.hyperparams`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import dataclasses
 import importlib
 from typing import Any
 
-from ppage_jax.train import hyperparams as hp
-from ppage_jax.train import hyperparams_ppage as hpp
+from ppage_jax.config import hyperparams as hp
+from ppage_jax.config import hyperparams_ppage as hpp
 from ppage_jax.train.protocol import Algorithm, missing_members
 
 
@@ -26,18 +26,20 @@ class AlgorithmSpec:
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "random": AlgorithmSpec("ppage_jax.train.baseline", hp.RandomHyperparams),
-    "ippo": AlgorithmSpec("ppage_jax.train.ippo", hp.IPPOHyperparams),
-    "dqn": AlgorithmSpec("ppage_jax.train.dqn", hp.DQNHyperparams),
-    "iql": AlgorithmSpec("ppage_jax.train.iql", hp.IQLHyperparams),
-    "cql": AlgorithmSpec("ppage_jax.train.cql", hp.CQLHyperparams),
-    "mixed": AlgorithmSpec("ppage_jax.train.mixed", hp.MixedHyperparams),
-    "mappo": AlgorithmSpec("ppage_jax.train.mappo", hp.MAPPOHyperparams),
-    "actor_critic": AlgorithmSpec("ppage_jax.train.actor_critic", hpp.ActorCriticHyperparams),
-    "a2c": AlgorithmSpec("ppage_jax.train.a2c", hpp.A2CHyperparams),
-    "a3c": AlgorithmSpec("ppage_jax.train.a3c", hpp.A3CHyperparams),
-    "jalgt": AlgorithmSpec("ppage_jax.train.jalgt", hpp.JALGTHyperparams),
-    "jal_gt": AlgorithmSpec("ppage_jax.train.jalgt", hpp.JALGTHyperparams),  # alias
+    "random": AlgorithmSpec("ppage_jax.train.algorithms.random", hp.RandomHyperparams),
+    "ippo": AlgorithmSpec("ppage_jax.train.algorithms.ippo", hp.IPPOHyperparams),
+    "dqn": AlgorithmSpec("ppage_jax.train.algorithms.dqn", hp.DQNHyperparams),
+    "iql": AlgorithmSpec("ppage_jax.train.algorithms.tabular", hp.IQLHyperparams),
+    "cql": AlgorithmSpec("ppage_jax.train.algorithms.tabular", hp.CQLHyperparams),
+    "mixed": AlgorithmSpec("ppage_jax.train.algorithms.tabular", hp.MixedHyperparams),
+    "mappo": AlgorithmSpec("ppage_jax.train.algorithms.mappo", hp.MAPPOHyperparams),
+    "actor_critic": AlgorithmSpec(
+        "ppage_jax.train.algorithms.actor_critic", hpp.ActorCriticHyperparams
+    ),
+    "a2c": AlgorithmSpec("ppage_jax.train.algorithms.a2c", hpp.A2CHyperparams),
+    "a3c": AlgorithmSpec("ppage_jax.train.algorithms.a3c", hpp.A3CHyperparams),
+    "jalgt": AlgorithmSpec("ppage_jax.train.algorithms.jalgt", hpp.JALGTHyperparams),
+    "jal_gt": AlgorithmSpec("ppage_jax.train.algorithms.jalgt", hpp.JALGTHyperparams),  # alias
 }
 
 
@@ -46,8 +48,8 @@ def register_algorithm(
 ) -> None:
     """Register algorithm ``name``: ``module`` is the import path of a module satisfying
     :class:`~ppage_jax.train.protocol.Algorithm` (imported on first use), ``hyperparams`` its
-    declaration (a frozen dataclass subclassing :class:`~ppage_jax.train.hyperparams.Hyperparams`
-    whose fields are made with :func:`~ppage_jax.train.hyperparams.param`)."""
+    declaration (a frozen dataclass subclassing :class:`~ppage_jax.config.hyperparams.Hyperparams`
+    whose fields are made with :func:`~ppage_jax.config.hyperparams.param`)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"algorithm name must be a non-empty string, got {name!r}")
     if name in ALGORITHMS and not replace:
@@ -66,13 +68,13 @@ def register_algorithm(
     ):
         raise TypeError(
             f"hyperparams of algorithm {name!r} must be a dataclass subclassing "
-            f"ppage_jax.train.hyperparams.Hyperparams, got {hyperparams!r}"
+            f"ppage_jax.config.hyperparams.Hyperparams, got {hyperparams!r}"
         )
     undeclared = hp.undeclared_fields(hyperparams)
     if undeclared:
         raise TypeError(
             f"hyperparams of algorithm {name!r}: fields {undeclared} need a check "
-            f"and a doc; declare them with ppage_jax.train.hyperparams.param"
+            f"and a doc; declare them with ppage_jax.config.hyperparams.param"
         )
     ALGORITHMS[name] = AlgorithmSpec(module, hyperparams)
 
@@ -94,11 +96,11 @@ def algorithm(name: str) -> Algorithm:
             f"module {entry.module} of algorithm {name!r} does not satisfy "
             f"ppage_jax.train.protocol.Algorithm: it lacks {missing}"
         )
-    if module.Hyperparams is not entry.hyperparams:
+    if not issubclass(entry.hyperparams, module.Hyperparams):
         raise TypeError(
-            f"module {entry.module} of algorithm {name!r}: its Hyperparams "
-            f"{module.Hyperparams.__name__} is not the registered declaration "
-            f"{entry.hyperparams.__name__}"
+            f"module {entry.module} of algorithm {name!r}: the registered declaration "
+            f"{entry.hyperparams.__name__} is not its Hyperparams "
+            f"{module.Hyperparams.__name__} or a subclass of it"
         )
     return module  # type: ignore[return-value]
 

@@ -26,7 +26,7 @@ def trained_policy(tc, policies, params: EnvParams | None = None, seed_index: in
     ``tc`` is the run's TrainConfig and ``policies`` its ``policy_state`` stacked over seeds
     (as in a checkpoint); roles that did not learn play their configured baseline.
     """
-    from ppage_jax.train.evaluate import matchup_policy
+    from ppage_jax.train.run.evaluate import matchup_policy
 
     params = tc.env.default_params if params is None else params
     one_seed = jax.tree.map(lambda x: x[seed_index], policies)
@@ -40,12 +40,12 @@ def load_run_policy(
 
     The checkpoint must fit ``config``'s shapes (grid, agents, observation, network); a
     different config hash with equal shapes loads with a warning (see
-    :func:`ppage_jax.train.checkpoint.load_checkpoint`). ``env`` defaults to
+    :func:`ppage_jax.train.run.checkpoint.load_checkpoint`). ``env`` defaults to
     ``make(config)``.
     """
     from ppage_jax.train import make_train_config
-    from ppage_jax.train.checkpoint import load_checkpoint
-    from ppage_jax.train.report import CHECKPOINT_FILE
+    from ppage_jax.train.run.checkpoint import load_checkpoint
+    from ppage_jax.train.run.report import CHECKPOINT_FILE
 
     path = Path(run_dir) / CHECKPOINT_FILE
     if not path.is_file():

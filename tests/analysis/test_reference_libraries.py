@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppage_jax.analysis import stats, survival
+from ppage_jax.stats import bootstrap as stats
+from ppage_jax.stats import survival
 
 lifelines = pytest.importorskip("lifelines")
 rly = pytest.importorskip("rliable.library")

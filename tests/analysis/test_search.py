@@ -419,7 +419,7 @@ def test_hacked_designs_are_infeasible_and_the_audit_is_recorded(tmp_path):
 
 
 def test_pairing_over_layouts_resamples_whole_runs():
-    from ppage_jax.analysis.stats import probability_of_improvement_ci
+    from ppage_jax.stats.bootstrap import probability_of_improvement_ci
 
     # run 0 of x beats y on every layout, run 1 loses on every layout: resampling whole runs
     # can draw run 0 twice (P = 1) or run 1 twice (P = 0)

@@ -1,11 +1,11 @@
-"""ppage_jax.analysis.stats against values computed by hand."""
+"""ppage_jax.stats.bootstrap against values computed by hand."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ppage_jax.analysis import stats
+from ppage_jax.stats import bootstrap as stats
 
 
 # ------------------------------------------------------------------------------ IQM

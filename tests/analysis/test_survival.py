@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppage_jax.analysis import survival as S
+from ppage_jax.stats import survival as S
 
 # Five episodes: captured at 2, 3, 5; censored at 3 and 5 (ties: censored still at risk).
 # S(2) = 4/5 = 0.8; S(3) = 0.8 * 3/4 = 0.6; S(5) = 0.6 * 1/2 = 0.3.

@@ -639,9 +639,9 @@ def test_sweep_rmst_is_the_run_evaluations_rmst(two_by_two):
     # held-out block gives the sweep's censored time to capture for that run
     import jax
 
-    from ppage_jax.train.evaluate import evaluate
-    from ppage_jax.train.experiment import make_train_config
     from ppage_jax.train.registry import algorithm
+    from ppage_jax.train.run.evaluate import evaluate
+    from ppage_jax.train.run.experiment import make_train_config
 
     tmp, summary, _ = two_by_two
     spec = load_sweep(tmp / "s.yaml")

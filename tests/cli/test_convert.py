@@ -15,8 +15,8 @@ import yaml
 import ppage_jax as pj
 from ppage_jax.cli.main import build_parser, load_cli_config, main
 from ppage_jax.config import ConfigNotice
+from ppage_jax.config.ppage_format import experiment_files
 from ppage_jax.defaults import SECTIONS
-from ppage_jax.ppage_format import experiment_files
 from ppage_jax.train.registry import ALGORITHMS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ppage_configs"

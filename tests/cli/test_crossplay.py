@@ -13,8 +13,10 @@ from train_testing import OPTIMAL_STEPS, tiny_config, train_seeds, untrained_pol
 
 from ppage_jax.cli.main import main
 from ppage_jax.config import ConfigError
-from ppage_jax.train import ippo, make_train_config, mappo, report
-from ppage_jax.train.checkpoint import save_checkpoint
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import ippo, mappo
+from ppage_jax.train.run import report
+from ppage_jax.train.run.checkpoint import save_checkpoint
 
 
 def frozen_prey(run_dir, **setting):

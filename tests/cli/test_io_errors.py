@@ -15,7 +15,7 @@ import ppage_jax as pj
 from ppage_jax.artifacts import atomic_open, write_text
 from ppage_jax.cli.main import main
 from ppage_jax.train import make_train_config
-from ppage_jax.train.checkpoint import save_checkpoint
+from ppage_jax.train.run.checkpoint import save_checkpoint
 
 
 def _error(capsys) -> str:

@@ -17,8 +17,9 @@ from train_testing import untrained_policies
 
 import ppage_jax as pj
 from ppage_jax.cli.main import main
-from ppage_jax.train import make_train_config, report
-from ppage_jax.train.checkpoint import save_checkpoint
+from ppage_jax.train import make_train_config
+from ppage_jax.train.run import report
+from ppage_jax.train.run.checkpoint import save_checkpoint
 
 
 def _error(capsys) -> str:

@@ -56,8 +56,8 @@ def untrained_ippo_run(tmp_path_factory):
     """A run directory holding an (untrained) IPPO checkpoint and its resolved config."""
     from ppage_jax.cli.main import build_parser, load_cli_config
     from ppage_jax.train import make_train_config
-    from ppage_jax.train.checkpoint import save_checkpoint, template_policy
-    from ppage_jax.train.report import CHECKPOINT_FILE, write_config
+    from ppage_jax.train.run.checkpoint import save_checkpoint, template_policy
+    from ppage_jax.train.run.report import CHECKPOINT_FILE, write_config
 
     run_dir = tmp_path_factory.mktemp("run")
     config = load_cli_config(build_parser().parse_args(["run", "configs/1v1", *IPPO]))

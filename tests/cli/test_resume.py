@@ -14,10 +14,10 @@ from train_testing import make_train_config, tiny_config
 
 import ppage_jax as pj
 from ppage_jax.cli.main import main
-from ppage_jax.train import report
-from ppage_jax.train.checkpoint import TrainingCheckpoints
 from ppage_jax.train.registry import ALGORITHMS
-from ppage_jax.train.runner import run_training
+from ppage_jax.train.run import report
+from ppage_jax.train.run.checkpoint import TrainingCheckpoints
+from ppage_jax.train.run.runner import run_training
 
 
 def _fill(directory, names):

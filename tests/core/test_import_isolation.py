@@ -15,15 +15,15 @@ import ppage_jax
 HEAVY = ("flax", "optax", "matplotlib", "imageio", "tqdm", "orbax")
 # Light modules of the training package that config loading may import: the `experiment`
 # section's schema, the algorithm registry and the hyperparameter declarations
-# (ppage_jax.train.hyperparams*).
+# (ppage_jax.config.hyperparams*).
 LIGHT_TRAIN = {
     "ppage_jax.train",
-    "ppage_jax.train.schema",
+    "ppage_jax.config.experiment",
     "ppage_jax.train.registry",
-    "ppage_jax.train.curriculum",  # schedules: validated when a config loads (jax/numpy only)
-    "ppage_jax.train.traced",  # the traced hyperparameter names schedules may target
+    "ppage_jax.train.run.curriculum",  # schedules: validated when a config loads (jax/numpy only)
+    "ppage_jax.train.kit.traced",  # the traced hyperparameter names schedules may target
     "ppage_jax.train.protocol",
-    "ppage_jax.train.roles",
+    "ppage_jax.train.run.roles",
 }
 SHIPPED = {"random", "ippo", "dqn", "iql", "cql", "mixed"}
 CORE_PACKAGES = ("ppage_jax.rewards", "ppage_jax.observations")
@@ -56,7 +56,11 @@ def _allowed(name: str) -> bool:
     training module."""
     root = Path(ppage_jax.__file__).parent
     parts = name.split(".")
-    if name == "ppage_jax" or name in LIGHT_TRAIN or name.startswith("ppage_jax.train.hyperparams"):
+    if (
+        name == "ppage_jax"
+        or name in LIGHT_TRAIN
+        or name.startswith("ppage_jax.config.hyperparams")
+    ):
         return True
     if name in CORE_PACKAGES or name.startswith(tuple(p + "." for p in CORE_PACKAGES)):
         return True
@@ -81,5 +85,5 @@ def test_env_and_config_loading_import_only_the_core():
         assert heavy == [], (stage, heavy)
         extra = [m for m in modules if m.startswith("ppage_jax") and not _allowed(m)]
         assert extra == [], (stage, extra)
-    assert "ppage_jax.train.ippo" not in loaded["after_configs"]
+    assert "ppage_jax.train.algorithms.ippo" not in loaded["after_configs"]
     assert "ppage_jax.episodes" not in loaded["after_configs"]

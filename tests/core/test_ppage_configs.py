@@ -12,14 +12,14 @@ import yaml
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError, ConfigNotice
-from ppage_jax.ppage_format import (
+from ppage_jax.config.hyperparams import defaults as declared_defaults
+from ppage_jax.config.ppage_format import (
     PARAM_NOTICES,
     PPAGE_ALGORITHMS,
     PPAGE_DEFAULTS,
     SECTION_NOTICES,
     experiment_files,
 )
-from ppage_jax.train.hyperparams import defaults as declared_defaults
 from ppage_jax.train.registry import ALGORITHMS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ppage_configs"

@@ -19,7 +19,7 @@ from ppage_jax.analysis.sweep.spec import load_sweep
 from ppage_jax.artifacts import DirectoryLock, OutputError, inside
 from ppage_jax.config import NAME_RULE, ConfigError, is_safe_name, load_config, load_yaml
 from ppage_jax.tracking.base import check_run_name, open_logger
-from ppage_jax.train import report
+from ppage_jax.train.run import report
 
 REPO = Path(__file__).resolve().parents[2]
 BAD_NAMES = ["../../x", "/abs/path", "a\nb", "a|b", "x y", ".hidden", "1arm", "", "a" * 65]

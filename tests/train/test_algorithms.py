@@ -13,8 +13,9 @@ import pytest
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError, Field
-from ppage_jax.train import baseline, registry
-from ppage_jax.train import hyperparams as hp
+from ppage_jax.config import hyperparams as hp
+from ppage_jax.train import registry
+from ppage_jax.train.algorithms import random as baseline
 from ppage_jax.train.protocol import Algorithm, StochasticAlgorithm, missing_members
 
 # The shipped algorithms and whether their policy is one to sample (STOCHASTIC).
@@ -111,7 +112,7 @@ def test_docs_hold_exactly_the_generated_tables(repo_root):
     assert text.count(hp.TABLES_START) == 1 and text.count(hp.TABLES_END) == 1
     assert "| `table_size` | `262144` |" in text.split("#### `iql`")[1]
     assert hp.with_tables(text) == text, (
-        "docs/training.md is out of date: run python -m ppage_jax.train.hyperparams "
+        "docs/training.md is out of date: run python -m ppage_jax.config.hyperparams "
         "docs/training.md"
     )
 

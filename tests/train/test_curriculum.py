@@ -13,14 +13,14 @@ from train_testing import tiny_config
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
 from ppage_jax.train import algorithm, make_train_config
-from ppage_jax.train.curriculum import (
+from ppage_jax.train.run.curriculum import (
     apply_curriculum,
     config_curriculum,
     make_curriculum,
     schedule_values,
 )
-from ppage_jax.train.progress import train_loop
-from ppage_jax.train.runner import run_training
+from ppage_jax.train.run.progress import train_loop
+from ppage_jax.train.run.runner import run_training
 
 SCHEDULES = {
     "reward.weights.predator_distance": {

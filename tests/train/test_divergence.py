@@ -10,7 +10,7 @@ from cli_testing import write_run_config
 from train_testing import make_train_config, tiny_config
 
 from ppage_jax.cli.main import main
-from ppage_jax.train.divergence import DivergenceCheck, DivergenceError
+from ppage_jax.train.run.divergence import DivergenceCheck, DivergenceError
 
 NAN, INF = float("nan"), float("inf")
 

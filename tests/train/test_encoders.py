@@ -13,8 +13,9 @@ from train_testing import assert_learned, seeds, tiny_config, train_seeds
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
-from ppage_jax.train import ippo, make_train_config
-from ppage_jax.train.encoders import Encoder, input_spec, window
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import ippo
+from ppage_jax.train.kit.encoders import Encoder, input_spec, window
 
 OBSERVATIONS = {"set": "local_radius", "cnn": "grid"}
 

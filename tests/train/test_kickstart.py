@@ -10,7 +10,9 @@ import pytest
 from train_testing import loss_names, tiny_config, traced_train
 
 from ppage_jax.config import ConfigError
-from ppage_jax.train import make_train_config, mappo, ppo
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import ippo as ppo
+from ppage_jax.train.algorithms import mappo
 
 PARAMS = {"num_steps": 16, "learning_rate": 3e-3, "update_epochs": 1, "num_minibatches": 2}
 

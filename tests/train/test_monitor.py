@@ -11,9 +11,9 @@ from train_testing import tiny_config, train_seeds
 
 import ppage_jax as pj
 from ppage_jax.train import make_train_config
-from ppage_jax.train.monitor import Monitor, MonitorConfig, monitor_table, trend
-from ppage_jax.train.report import metric_rows
-from ppage_jax.train.runner import run_training
+from ppage_jax.train.run.monitor import Monitor, MonitorConfig, monitor_table, trend
+from ppage_jax.train.run.report import metric_rows
+from ppage_jax.train.run.runner import run_training
 
 TERMS = ("base", "predator_distance")
 

@@ -14,9 +14,12 @@ from train_testing import tiny_config, traced_train
 
 from ppage_jax import policies
 from ppage_jax.config import ConfigError
-from ppage_jax.train import make_train_config, mappo, pg, ppo
-from ppage_jax.train.evaluate import evaluate_episodes
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import ippo as ppo
+from ppage_jax.train.algorithms import mappo
+from ppage_jax.train.kit import pg
 from ppage_jax.train.protocol import acting, acting_one
+from ppage_jax.train.run.evaluate import evaluate_episodes
 
 PARAMS = {"num_steps": 16, "update_epochs": 1, "num_minibatches": 2, "prior": "greedy"}
 CHASE_MOVES = {0, 1}  # from (0, 0) and (1, 0) towards the prey at (3, 4): +x or +y

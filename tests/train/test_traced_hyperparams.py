@@ -11,9 +11,10 @@ import pytest
 from flax.training.train_state import TrainState
 from train_testing import tiny_config, traced_train
 
-from ppage_jax.train import algorithm, make_train_config, optim
+from ppage_jax.train import algorithm, make_train_config
+from ppage_jax.train.kit import optim
+from ppage_jax.train.kit.traced import bind, check_value, traced_names, traced_values
 from ppage_jax.train.registry import hyperparams_class
-from ppage_jax.train.traced import bind, check_value, traced_names, traced_values
 
 PPO = {"num_steps": 4, "num_minibatches": 2, "update_epochs": 1, "hidden_layers": [16]}
 SMALL = {"experiment.num_envs": 4}

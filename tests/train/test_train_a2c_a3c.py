@@ -19,7 +19,9 @@ from train_testing import (
     train_seeds,
 )
 
-from ppage_jax.train import a2c, a3c, make_train_config, pg
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import a2c, a3c
+from ppage_jax.train.kit import pg
 
 A2C_PARAMS = {
     "n_steps": 5,

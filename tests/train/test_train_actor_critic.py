@@ -20,7 +20,9 @@ from train_testing import (
     train_seeds,
 )
 
-from ppage_jax.train import actor_critic, make_train_config, pg
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import actor_critic
+from ppage_jax.train.kit import pg
 
 # PPAGE's shipped dqn_1v1 actor_critic settings, with a smaller network.
 PARAMS = {

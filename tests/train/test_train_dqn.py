@@ -14,7 +14,8 @@ from train_testing import (
     untrained_policies,
 )
 
-from ppage_jax.train import dqn, make_train_config
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import dqn
 
 PARAMS = {
     "epsilon_decay": 0.98,

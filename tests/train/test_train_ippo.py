@@ -15,8 +15,9 @@ from train_testing import (
     train_seeds,
 )
 
-from ppage_jax.train import ippo, make_train_config
-from ppage_jax.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import ippo
+from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 PARAMS = {"num_steps": 16, "learning_rate": 3e-3}
 

@@ -19,7 +19,8 @@ from train_testing import (
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
-from ppage_jax.train import jalgt, make_train_config
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import jalgt
 
 # Joint actions (row-major, agent 0 most significant): 0 = (C, C), 1 = (C, D), 2 = (D, C),
 # 3 = (D, D). Prisoner's Dilemma: C cooperate, D defect. Chicken: C chicken, D dare.

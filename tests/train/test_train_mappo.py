@@ -15,7 +15,9 @@ from train_testing import (
     train_seeds,
 )
 
-from ppage_jax.train import make_train_config, mappo, networks
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import mappo
+from ppage_jax.train.kit import networks
 
 PARAMS = {"num_steps": 16, "learning_rate": 3e-3}
 

@@ -14,8 +14,8 @@ import ppage_jax as pj
 from ppage_jax.cli.main import main
 from ppage_jax.config import ConfigError
 from ppage_jax.train import make_train_config
-from ppage_jax.train.checkpoint import load_checkpoint
-from ppage_jax.train.report import ARTIFACTS
+from ppage_jax.train.run.checkpoint import load_checkpoint
+from ppage_jax.train.run.report import ARTIFACTS
 
 # The tiny run of the command-line tests, on an episode budget instead of a step budget.
 EPISODE_BUDGET = {

@@ -15,7 +15,9 @@ from train_testing import (
     train_seeds,
 )
 
-from ppage_jax.train import iql, make_train_config, tabular
+from ppage_jax.train import make_train_config
+from ppage_jax.train.algorithms import tabular
+from ppage_jax.train.algorithms import tabular as iql
 
 PARAMS = {"table_size": 4096}
 

@@ -304,7 +304,7 @@ def test_render_writes_html_by_suffix(tmp_path, capsys):
 
 def test_run_directory_gets_the_gif_episode_as_html(tmp_path):
     from ppage_jax.train import make_train_config
-    from ppage_jax.train.checkpoint import template_policy
+    from ppage_jax.train.run.checkpoint import template_policy
     from ppage_jax.viz.inspector import write_run_html
     from ppage_jax.viz.run_gif import trained_policy
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ppage_jax.analysis import stats
 from ppage_jax.analysis.search.report import BOOTSTRAP_REPS, SELECTED, load_candidates
 from ppage_jax.analysis.search.writer import DESCRIPTION, REEVAL, read_csv
 from ppage_jax.artifacts import save_figure
+from ppage_jax.stats import bootstrap as stats
 
 
 def _selected_times(directory: Path) -> np.ndarray:

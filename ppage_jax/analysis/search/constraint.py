@@ -3,7 +3,7 @@ on the shaped return, and one that the reward-hacking monitor flags in the major
 seeds is infeasible (it ranks after every feasible candidate, and says why).
 
 A run is *flagged* when any of the constraint's monitor checks (``hacking``,
-``episode_length``, ``share``; :mod:`ppage_jax.train.monitor`) fired on its training curve:
+``episode_length``, ``share``; :mod:`ppage_jax.train.run.monitor`) fired on its training curve:
 a ``monitor/<check>/...`` column of its result is 1. A candidate whose design pays no
 learning role a shaping term has no monitor columns and is never flagged. Opt-in, the
 constraint's ``audit`` list makes a candidate infeasible when the reward audit raised one of
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ppage_jax.analysis.search.spec import Constraint
-from ppage_jax.train.monitor import PREFIX
+from ppage_jax.train.run.monitor import PREFIX
 
 
 @dataclasses.dataclass(frozen=True)

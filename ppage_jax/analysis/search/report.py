@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ppage_jax.analysis import stats
 from ppage_jax.analysis.search.constraint import selection_order
 from ppage_jax.analysis.search.space import candidate_arm
 from ppage_jax.analysis.search.spec import SearchSpec
@@ -39,6 +38,7 @@ from ppage_jax.analysis.search.writer import (
 )
 from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.stats import bootstrap as stats
 
 BOOTSTRAP_REPS = 2000
 SELECTED = "selected"

@@ -77,7 +77,7 @@ CONSTRAINT_KEYS = ("monitor", "checks", "audit")
 AUDIT_KEYS = ("episodes",)
 REEVAL_KEYS = ("seeds", "train_seed", "eval_seed", "episodes")
 STRATEGY_KEYS = ("name", "std")
-# The monitor's checks (ppage_jax.train.monitor.CHECKS) a constraint may count.
+# The monitor's checks (ppage_jax.train.run.monitor.CHECKS) a constraint may count.
 MONITOR_CHECKS = ("hacking", "episode_length", "share")
 # Task metrics a search may rank by: +1 higher is better, -1 lower is better. steps_to_capture
 # (the mean over captured episodes only) is survivor-biased and refused.
@@ -300,7 +300,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     dims = tuple(_read_dimension(read, str(k), v, design, config) for k, v in space_raw.items())
     missing = [d.name for d in dims if d.kind == "hyperparams" and d.name not in design.hyperparams]
     if missing:  # the design's own value of a searched hyperparameter: the config's
-        from ppage_jax.train.experiment import make_train_config
+        from ppage_jax.train.run.experiment import make_train_config
 
         hp = make_train_config(config).hp
         filled = {n: float(hp.traced_value(n)) for n in missing}
@@ -480,8 +480,8 @@ def _read_dimension(read: _Reader, key: str, raw: Any, design: Arm, config: Conf
         if isinstance(declared[param], Choice):
             read.fail(where, raw, f"{name}.{param} is a choice, not a number: not searchable")
     if kind == "hyperparams":
+        from ppage_jax.train.kit.traced import check_value
         from ppage_jax.train.registry import hyperparams_class
-        from ppage_jax.train.traced import check_value
 
         algo = config["experiment"]["algorithm"]["name"]
         try:

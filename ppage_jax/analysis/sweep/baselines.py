@@ -4,7 +4,7 @@ each arm's task metric stands beside what no learning and a scripted expert scor
 When exactly one role learns, its baselines play against the other role's configured
 policy (``experiment.roles``): random and greedy BFS-chase predators, or random and greedy
 BFS-evade prey, as the ``random``/``chase`` and ``prey_random``/``prey_evade`` rows of
-``ppage-jax run``'s evaluation (:mod:`ppage_jax.train.evaluate`). When both roles learn there
+``ppage-jax run``'s evaluation (:mod:`ppage_jax.train.run.evaluate`). When both roles learn there
 is no fixed opponent to play the baselines against, and no rows are written. The rows use
 the base config's reward (the reward does not change what a fixed policy does) and the
 sweep's evaluation step limit. ``baselines.csv``: ``policy, metric, value`` rows of
@@ -36,8 +36,8 @@ def baseline_rows(
     """``(policy, metric, value)`` rows of each baseline on the held-out block
     ``[seed, seed + episodes)`` (empty unless exactly one role learns)."""
     from ppage_jax.episodes.summary import summarize_episodes
-    from ppage_jax.train.evaluate import ROWS, describe, evaluate_episodes, step_limit
-    from ppage_jax.train.experiment import make_train_config
+    from ppage_jax.train.run.evaluate import ROWS, describe, evaluate_episodes, step_limit
+    from ppage_jax.train.run.experiment import make_train_config
 
     tc = make_train_config(config, env)
     if tc.learns("predator") == tc.learns("prey"):

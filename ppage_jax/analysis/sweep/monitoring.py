@@ -1,4 +1,4 @@
-"""The reward-hacking monitor of a sweep: :class:`ppage_jax.train.monitor.Monitor` (what
+"""The reward-hacking monitor of a sweep: :class:`ppage_jax.train.run.monitor.Monitor` (what
 ``ppage-jax run`` watches) run host-side over each finished run's training curve, so it
 costs no compile. Each arm is watched for the checks its own reward calls for (its learning
 roles and the shaping terms paid to them, from its ``EnvParams``, as
@@ -18,7 +18,7 @@ from typing import Any
 
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams
-from ppage_jax.train.monitor import PREFIX, Monitor, MonitorConfig
+from ppage_jax.train.run.monitor import PREFIX, Monitor, MonitorConfig
 
 FIRST = "monitor_first/"
 
@@ -33,7 +33,7 @@ def arm_monitors(
 ) -> dict[str, Monitor | None]:
     """Each arm's monitor (``experiment.monitor`` of ``config``), None when the monitor is
     disabled or the arm has nothing to watch."""
-    from ppage_jax.train.experiment import make_train_config
+    from ppage_jax.train.run.experiment import make_train_config
 
     cfg = MonitorConfig.from_experiment(config["experiment"])
     if not cfg.enabled:

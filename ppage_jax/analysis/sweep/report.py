@@ -28,14 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ppage_jax.analysis import stats
 from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit
 from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, read_baselines
 from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
 from ppage_jax.analysis.sweep.monitoring import FIRST
 from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.artifacts import save_figure, write_text
-from ppage_jax.train.monitor import CHECKS, PREFIX
+from ppage_jax.stats import bootstrap as stats
+from ppage_jax.train.run.monitor import CHECKS, PREFIX
 
 # metric -> (label, higher is better), in the table's order
 HEADLINE = {

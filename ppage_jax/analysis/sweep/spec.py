@@ -22,7 +22,7 @@ A sweep file holds one top-level key, ``sweep``::
 
 Arms may differ only in ``rewards`` and in traced training hyperparameters
 (``hyperparams: {learning_rate: 3.0e-4, ent_coef: 0.0}``: step sizes, loss coefficients,
-clipping, ``gamma``, ``gae_lambda``, epsilon schedule, ``alpha``; ``ppage_jax.train.traced``).
+clipping, ``gamma``, ``gae_lambda``, epsilon schedule, ``alpha``; ``ppage_jax.train.kit.traced``).
 They are brought to one term structure, the union of their terms in order of first
 appearance: a term an arm lacks gets weight 0 and pays exactly nothing, so the whole sweep is
 one compiled program (weights, term params, role masks, gamma and the hyperparameters are
@@ -88,7 +88,7 @@ class Arm:
     entries: tuple[TermEntry, ...]
     gamma: float
     source: str
-    # traced training hyperparameters this arm sets (ppage_jax.train.traced)
+    # traced training hyperparameters this arm sets (ppage_jax.train.kit.traced)
     hyperparams: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
@@ -138,7 +138,7 @@ class SweepSpec:
         names = list(dict.fromkeys(n for arm in self.arms for n in arm.hyperparams))
         if not names:
             return [{} for _ in self.arms]
-        from ppage_jax.train.experiment import make_train_config
+        from ppage_jax.train.run.experiment import make_train_config
 
         hp = make_train_config(self.config).hp
         return [{n: arm.hyperparams.get(n, hp.traced_value(n)) for n in names} for arm in self.arms]
@@ -488,9 +488,9 @@ def _read_arm(
 
 def _read_hyperparams(read: _Reader, where: str, values: Any, config: Config) -> dict[str, float]:
     """An arm's ``hyperparams``: traced training hyperparameters of the configured algorithm
-    (:mod:`ppage_jax.train.traced`), each validated like its config key."""
+    (:mod:`ppage_jax.train.kit.traced`), each validated like its config key."""
+    from ppage_jax.train.kit.traced import check_value
     from ppage_jax.train.registry import hyperparams_class
-    from ppage_jax.train.traced import check_value
 
     algo = config["experiment"]["algorithm"]["name"]
     out = {}

@@ -1,0 +1,250 @@
+"""The ``experiment`` section of a config: its schema, defaults and strict validator.
+
+Registered with the config loader through :func:`ppage_jax.config.register_section`, so that
+``load_config`` validates ``experiment.*`` strictly. Form (PPAGE's ``algorithm: {name,
+params}`` plus the vectorised-run keys)::
+
+    experiment:
+      algorithm:
+        name: ippo            # see ppage_jax.train.registry.ALGORITHMS
+        params: {...}         # the algorithm's hyperparameters (ppage_jax.config.hyperparams);
+                              # missing ones get defaults
+      seed: 42                # training seed i of num_seeds uses PRNGKey(seed + i)
+      num_seeds: 1
+      num_envs: 256           # grids stepped together per seed
+      total_timesteps: 2000000  # env steps (turns x grids) per seed ...
+      episodes: null          # ... or a budget of finished episodes (exactly one of the two)
+      roles: {predators: learn, preys: learn}   # or noop | random | chase | intercept
+                              # (evade for preys), or {policy: RUN_DIR, seed: 0,
+                              # greedy: false}: that run's policy
+      eval: {episodes: 1000, seed: 1000000, max_steps: null}
+      output_dir: runs
+      checkpoint_every: null  # updates between training checkpoints (null: 5 per run)
+      curriculum: {}          # schedules of EnvParams leaves over env steps (train.curriculum)
+      monitor: {enabled: true, window: 20, ...}   # reward-hacking monitor (train.monitor)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ppage_jax.actions import ACTION_TABLES
+from ppage_jax.config import Field, int_at_least, register_section
+from ppage_jax.config.hyperparams import checks, defaults, from_params
+from ppage_jax.train.registry import ALGORITHMS, hyperparams_class
+from ppage_jax.train.run.curriculum import validate_curriculum
+from ppage_jax.train.run.roles import (
+    FROZEN_DEFAULTS,
+    LEARN,
+    ROLE_KEYS,
+    ROLES,
+    RUN_CHECKPOINT,
+    RUN_CONFIG,
+    baseline_policies,
+)
+
+# A role's setting: "learn", a baseline name, or {policy: RUN_DIR, seed: 0, greedy: false}.
+ROLE_SETTING = Field(
+    (str, dict),
+    False,
+    None,
+    "(learn, a baseline policy, or {policy: RUN_DIR} to play the policy that run trained)",
+)
+
+EXPERIMENT_SCHEMA: dict = {
+    "algorithm": {"name": Field(str), "params": Field(dict)},
+    "seed": Field(int),
+    "num_seeds": int_at_least(1),
+    "num_envs": int_at_least(1),
+    "total_timesteps": int_at_least(1, nullable=True, extra="; null when episodes is set"),
+    "episodes": int_at_least(1, nullable=True, extra="; null when total_timesteps is set"),
+    "roles": {"predators": ROLE_SETTING, "preys": ROLE_SETTING},
+    "eval": {
+        "episodes": int_at_least(1),
+        "seed": Field(int),
+        "max_steps": int_at_least(1, nullable=True, extra="; null means env.termination.max_steps"),
+    },
+    "output_dir": Field(str),
+    "checkpoint_every": int_at_least(
+        1, nullable=True, extra="; null writes about five checkpoints per run"
+    ),
+    "curriculum": Field(dict, nullable=True),  # checked by train.curriculum
+    "monitor": {
+        "enabled": Field(bool),
+        "window": int_at_least(4),
+        "patience": int_at_least(1),
+        "alpha": Field(float, False, lambda v: 0 < v < 1, "in (0, 1)"),
+        "min_change": Field(float, False, lambda v: v >= 0, ">= 0"),
+        "share_threshold": Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
+    },
+}
+
+EXPERIMENT_DEFAULTS: dict = {
+    "algorithm": {"name": "random", "params": {}},
+    "seed": 42,
+    "num_seeds": 1,
+    "num_envs": 1024,
+    "total_timesteps": 1_000_000,
+    "episodes": None,
+    "roles": {"predators": "learn", "preys": "learn"},
+    "eval": {"episodes": 1000, "seed": 1_000_000, "max_steps": None},
+    "output_dir": "runs",
+    "checkpoint_every": None,
+    "curriculum": {},
+    "monitor": {
+        "enabled": True,
+        "window": 20,
+        "patience": 3,
+        "alpha": 0.01,
+        "min_change": 0.1,
+        "share_threshold": 0.8,
+    },
+}
+
+# PPAGE keys that live elsewhere here, with where to put them.
+MOVED_KEYS = {
+    "episodes": "set experiment.episodes (or experiment.total_timesteps)",
+    "seed": "set experiment.seed",
+    "device": "JAX chooses the device (set JAX_PLATFORMS=cpu to force the CPU)",
+    "curves_path": "the learning curves go to metrics.csv in the run directory",
+    "save_path": "the checkpoint goes to the run directory under experiment.output_dir",
+    "verbose": "ppage-jax run always shows a progress bar",
+    "log_interval": "every update is a row of metrics.csv",
+    "cql_alpha": "PPAGE reads it nowhere; use alpha",
+}
+# Accepted by every algorithm, as in PPAGE: checked against the action table, then unused.
+ACTION_DIM = Field(int, True, lambda v: v > 0, "> 0 (must equal the action table's size)")
+
+
+def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
+    """Check ``experiment.*`` and fill the algorithm's default hyperparameters in place."""
+    exp = data["experiment"]
+    name = exp["algorithm"]["name"]
+    if name not in ALGORITHMS:
+        fail("experiment.algorithm.name", name, f"unknown algorithm; known: {sorted(ALGORITHMS)}")
+    declared = hyperparams_class(name)
+    rules = checks(declared)
+    given = exp["algorithm"]["params"]
+    resolved = defaults(declared)
+    for key, value in given.items():
+        dotted = f"experiment.algorithm.params.{key}"
+        if key == "action_dim":
+            try:
+                value = ACTION_DIM.validate(value)
+            except ValueError as err:
+                fail(dotted, value, str(err))
+            n_actions = len(ACTION_TABLES[data["actions"]["type"]])
+            if value is not None and value != n_actions:
+                fail(
+                    dotted,
+                    value,
+                    f"must equal the size of action table "
+                    f"{data['actions']['type']!r}, {n_actions} (or be omitted)",
+                )
+        elif key not in rules:
+            hint = f"; {MOVED_KEYS[key]}" if key in MOVED_KEYS else ""
+            owners = [a for a in ALGORITHMS if a != name and key in checks(hyperparams_class(a))]
+            if owners and not hint:
+                hint = (
+                    f"; it belongs to {owners} (to switch algorithm, replace the whole "
+                    f"block: experiment.algorithm={{name: {name}, params: {{}}}})"
+                )
+            fail(
+                dotted,
+                value,
+                f"unknown hyperparameter of {name!r}; its hyperparameters: {sorted(rules)}{hint}",
+            )
+        else:
+            try:
+                value = rules[key].validate(value)
+            except ValueError as err:
+                fail(dotted, value, str(err))
+        resolved[key] = value
+    exp["algorithm"]["params"] = resolved
+    from_params(declared, resolved).check(data, fail)
+
+    if (exp["total_timesteps"] is None) == (exp["episodes"] is None):
+        fail(
+            "experiment.episodes",
+            exp["episodes"],
+            f"set exactly one of experiment.total_timesteps "
+            f"(now {exp['total_timesteps']!r}) and experiment.episodes; write null for the "
+            f"other",
+        )
+    max_steps = data["env"]["termination"]["max_steps"]
+    if exp["episodes"] is not None and max_steps is None:
+        fail(
+            "experiment.episodes",
+            exp["episodes"],
+            "needs env.termination.max_steps (an episode budget is bounded by it)",
+        )
+    if exp["eval"]["max_steps"] is None and max_steps is None:
+        fail(
+            "experiment.eval.max_steps",
+            None,
+            "must be set when env.termination.max_steps is null (evaluation needs a step cap)",
+        )
+
+    for key, role in zip(ROLE_KEYS, ROLES, strict=True):
+        value = exp["roles"][key]
+        if isinstance(value, dict):
+            exp["roles"][key] = _frozen_setting(value, f"experiment.roles.{key}", fail)
+            continue
+        baselines = sorted(baseline_policies(role))
+        if value != LEARN and value not in baselines:
+            fail(
+                f"experiment.roles.{key}",
+                value,
+                f"must be {LEARN!r} or a baseline policy: {baselines}",
+            )
+
+    validate_curriculum(data, fail)
+
+    train_seeds = range(exp["seed"], exp["seed"] + exp["num_seeds"])
+    eval_seeds = range(exp["eval"]["seed"], exp["eval"]["seed"] + exp["eval"]["episodes"])
+    if train_seeds.start < eval_seeds.stop and eval_seeds.start < train_seeds.stop:
+        fail(
+            "experiment.eval.seed",
+            exp["eval"]["seed"],
+            f"the evaluation seed block [{eval_seeds.start}, {eval_seeds.stop}) must not "
+            f"overlap the training seeds [{train_seeds.start}, {train_seeds.stop})",
+        )
+
+
+def _frozen_setting(value: dict, dotted: str, fail: Callable[..., None]) -> dict:
+    """Check a frozen role's ``{policy: RUN_DIR, seed, greedy}`` and fill its defaults (the
+    checkpoint itself is loaded, and matched to this config, by make_train_config)."""
+    for k, v in value.items():
+        if k not in FROZEN_DEFAULTS:
+            fail(f"{dotted}.{k}", v, f"unknown key; allowed keys: {sorted(FROZEN_DEFAULTS)}")
+    if "policy" not in value:
+        fail(
+            dotted,
+            value,
+            "a mapping must name policy: RUN_DIR (a directory written by "
+            "ppage-jax run whose policy for this role is played, not trained)",
+        )
+    rules = {
+        "policy": Field(str, False, lambda v: len(v) > 0, "(a run directory)"),
+        "seed": int_at_least(0, extra=" (which of that run's trained seeds)"),
+        "greedy": Field(bool),
+    }
+    setting = {**FROZEN_DEFAULTS, **value}
+    for k, rule in rules.items():
+        try:
+            setting[k] = rule.validate(setting[k])
+        except ValueError as err:
+            fail(f"{dotted}.{k}", setting[k], str(err))
+    run_dir = Path(setting["policy"])
+    missing = [f for f in (RUN_CONFIG, RUN_CHECKPOINT) if not (run_dir / f).is_file()]
+    if missing:
+        fail(
+            f"{dotted}.policy",
+            setting["policy"],
+            f"must be a run directory written by ppage-jax run (it lacks {missing})",
+        )
+    return setting
+
+
+register_section("experiment", EXPERIMENT_SCHEMA, EXPERIMENT_DEFAULTS, validate_experiment)

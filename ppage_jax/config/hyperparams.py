@@ -1,0 +1,466 @@
+"""Every algorithm's hyperparameters, declared once: default, validity check, one-line doc.
+
+A declaration is a frozen dataclass whose fields are made with :func:`param`. The config
+validator (:mod:`ppage_jax.config.experiment`) reads the checks and defaults from it, the learner
+reads its values (``tc.hp``), and :func:`markdown_table` writes the documentation from it.
+This module imports no learner (no flax, no optax): loading a config stays light.
+
+Shared bases: :class:`Hyperparams` (``num_steps``, every algorithm), :class:`LearnerHyperparams`
+(``gamma``), :class:`NetworkHyperparams` (the network learners' ``learning_rate``,
+``hidden_layers``, ``obs_scale``, ``reward_scale``) and :class:`EpsilonGreedyHyperparams`
+(PPAGE's epsilon schedule). A class docstring's first paragraph describes the algorithm in the
+documentation; :meth:`Hyperparams.check` holds its cross-key rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ppage_jax.actions import ACTION_TABLES
+from ppage_jax.config import UNIT_INTERVAL, Field, positive
+
+# fail(dotted_key, value, allowed) raises a ConfigError naming the file the key came from.
+Fail = Callable[..., None]
+
+
+def param(default: Any, check: Field, doc: str, traced: bool = False) -> Any:
+    """A hyperparameter field: its ``default`` (a list is stored as a tuple), the
+    :class:`~ppage_jax.config.Field` its configured value must pass, and a one-line ``doc``.
+    ``traced``: a float the learner reads as a traced value (:mod:`ppage_jax.train.kit.traced`),
+    so it may change between runs of one compiled program (sweep arms, curricula)."""
+    if isinstance(default, list):
+        default = tuple(default)
+    return dataclasses.field(
+        default=default, metadata={"check": check, "doc": doc, "traced": traced}
+    )
+
+
+def redefault(cls: type, name: str, default: Any) -> Any:
+    """Field ``name`` of the declaration ``cls`` with another default (same check, doc and
+    tracing)."""
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return param(
+        default,
+        field.metadata["check"],
+        field.metadata["doc"],
+        field.metadata.get("traced", False),
+    )
+
+
+# --------------------------------------------------------------------------- shared bases
+@dataclasses.dataclass(frozen=True)
+class Hyperparams:
+    """The base of every declaration."""
+
+    num_steps: int = param(32, positive(int), "turns per grid per update (one metrics row)")
+
+    def check(self, data: dict, fail: Fail) -> None:
+        """Cross-key rules over the merged config ``data``; report through ``fail``."""
+
+    def traced_value(self, name: str) -> float:
+        """The value the learner uses for traced hyperparameter ``name`` (a declaration whose
+        field falls back on another, such as A2C's step sizes, resolves it here)."""
+        return getattr(self, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerHyperparams(Hyperparams):
+    """What every learning algorithm has."""
+
+    gamma: float = param(0.99, UNIT_INTERVAL, "discount factor", traced=True)
+
+
+HIDDEN_LAYERS = Field(
+    list,
+    False,
+    lambda v: (
+        len(v) > 0 and all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in v)
+    ),
+    "of positive integers, at least one",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkHyperparams(LearnerHyperparams):
+    """What every neural-network learner has."""
+
+    learning_rate: float = param(1e-3, positive(), "Adam step size", traced=True)
+    hidden_layers: tuple[int, ...] = param((64, 64), HIDDEN_LAYERS, "widths of the MLP layers")
+    obs_scale: float | None = param(
+        None,
+        Field(
+            float,
+            True,
+            lambda v: v > 0,
+            "> 0; null means 1 / env.size, or 1 for the spatial grid observation",
+        ),
+        "factor applied to observations before the network",
+    )
+    reward_scale: float = param(
+        0.01, positive(), "factor applied to rewards before learning", traced=True
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class EpsilonGreedyHyperparams(LearnerHyperparams):
+    """PPAGE's epsilon-greedy exploration, decaying once per finished episode."""
+
+    epsilon: float = param(1.0, UNIT_INTERVAL, "initial exploration probability", traced=True)
+    epsilon_decay: float = param(
+        0.995,
+        UNIT_INTERVAL,
+        "epsilon factor per finished episode (all grids count)",
+        traced=True,
+    )
+    min_epsilon: float = param(0.05, UNIT_INTERVAL, "floor of the decayed epsilon", traced=True)
+
+
+# --------------------------------------------------------------------------- algorithms
+@dataclasses.dataclass(frozen=True)
+class RandomHyperparams(Hyperparams):
+    """No learning: the learning roles act uniformly at random (the baseline; same outputs
+    as a trained run)."""
+
+
+# The encoders a network may put in front of its MLP layers (ppage_jax.train.kit.encoders).
+NETWORKS = ("mlp", "cnn", "set")
+# Observations made of fixed slots (the set encoder reads them), and spatial ones (cnn).
+SLOT_BUILDERS = ("local_radius", "absolute", "relative")
+SPATIAL_BUILDERS = ("grid",)
+
+
+def network_error(network: str, builder: str, spatial: bool) -> str | None:
+    """Why encoder ``network`` cannot read observation ``builder`` (None when it can)."""
+    if network == "cnn" and not spatial:
+        return (
+            f"cnn needs a spatial observation ({list(SPATIAL_BUILDERS)}); the observation "
+            f"is {builder!r}"
+        )
+    if network == "set" and builder not in SLOT_BUILDERS:
+        return (
+            f"set needs a slot observation ({list(SLOT_BUILDERS)}); the observation is {builder!r}"
+        )
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderHyperparams(NetworkHyperparams):
+    """A network learner whose torso fits the observation (``network``)."""
+
+    network: str | None = param(
+        None,
+        Field(
+            str,
+            True,
+            lambda v: v in NETWORKS,
+            f"one of {list(NETWORKS)}; null: cnn for grid, set for "
+            f"{list(SLOT_BUILDERS)}, mlp otherwise",
+        ),
+        "encoder before the MLP layers: none (mlp), a conv torso over the grid view (cnn), "
+        "or the slots summed into an egocentric window, then the conv torso (set)",
+    )
+    encoder_width: int = param(
+        16,
+        positive(int),
+        "cnn and set: channels of the strided 3x3 convolution",
+    )
+
+    def check(self, data: dict, fail: Fail) -> None:
+        builder = data["observations"]["type"]
+        if self.network is not None:
+            error = network_error(self.network, builder, builder in SPATIAL_BUILDERS)
+            if error is not None:
+                fail("experiment.algorithm.params.network", self.network, error)
+
+
+# Baseline guides (IPPO, MAPPO), for a kickstarting ``teacher`` or a residual ``prior``:
+# name -> the baseline of each role.
+TEACHERS = {
+    "greedy": {"predator": "chase", "prey": "evade"},
+    "intercept": {"predator": "intercept", "prey": "evade"},
+}
+GUIDE = Field(str, True, lambda v: v in TEACHERS, f"one of {list(TEACHERS)}")  # or null
+
+
+@dataclasses.dataclass(frozen=True)
+class IPPOHyperparams(EncoderHyperparams):
+    """PPO per role, one actor and one critic shared by the role's agents (one-hot agent id
+    appended), each reading the observation through the encoder ``network``, GAE, clipping
+    (PureJaxRL style)."""
+
+    anneal_lr: bool = param(True, Field(bool), "decay the learning rate linearly to 0")
+    update_epochs: int = param(2, positive(int), "passes over each rollout")
+    num_minibatches: int = param(
+        4, positive(int), "minibatches per epoch (must divide num_envs * num_steps)"
+    )
+    gae_lambda: float = param(0.95, UNIT_INTERVAL, "GAE lambda", traced=True)
+    clip_eps: float = param(0.2, positive(), "PPO ratio and value clipping", traced=True)
+    ent_coef: float = param(
+        0.01, Field(float, False, lambda v: v >= 0, ">= 0"), "entropy bonus weight", traced=True
+    )
+    vf_coef: float = param(
+        0.5, Field(float, False, lambda v: v >= 0, ">= 0"), "value loss weight", traced=True
+    )
+    max_grad_norm: float = param(0.5, positive(), "global gradient-norm clip", traced=True)
+    activation: str = param(
+        "tanh",
+        Field(str, False, lambda v: v in ("tanh", "relu"), "one of ['tanh', 'relu']"),
+        "hidden activation",
+    )
+    teacher: str | None = param(
+        None,
+        GUIDE,
+        "kickstarting: each learning role also imitates this baseline (greedy: the BFS chase "
+        "for predators, greedy evade for prey; intercept: the intercept chase for predators, "
+        "greedy evade for prey), weighted by teacher_coef; null: no teacher",
+    )
+    teacher_coef: float = param(
+        1.0,
+        Field(float, False, lambda v: v >= 0, ">= 0"),
+        "weight of the cross-entropy to the teacher's action at the start of training",
+        traced=True,
+    )
+    teacher_fraction: float = param(
+        0.5,
+        Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "share of the training steps over which teacher_coef anneals linearly to 0",
+        traced=True,
+    )
+    prior: str | None = param(
+        None,
+        GUIDE,
+        "residual policy: the actor's logits add prior_logit to this baseline's action "
+        "(the teacher's names), so the policy reads the state as well as its observation and "
+        "learns corrections to the baseline; null: none",
+    )
+    prior_logit: float = param(
+        3.0,
+        Field(float, False, lambda v: v >= 0, ">= 0"),
+        "logit added to the prior baseline's action (3: the untrained policy takes it with "
+        "probability 0.83 with five actions)",
+        traced=True,
+    )
+
+    def check(self, data: dict, fail: Fail) -> None:
+        super().check(data, fail)
+        batch = data["experiment"]["num_envs"] * self.num_steps
+        if batch % self.num_minibatches:
+            fail(
+                "experiment.algorithm.params.num_minibatches",
+                self.num_minibatches,
+                f"must divide num_envs * num_steps = {batch}",
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class MAPPOHyperparams(IPPOHyperparams):
+    """PPO per role with a centralised critic (JaxMARL's MAPPO): the actor as in `ippo`, the
+    critic an MLP on `env.global_state` (positions, roles, captured flags, obstacle map) with
+    the agent's one-hot id; the critic trains only, the policy acts on its own observation."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNHyperparams(NetworkHyperparams, EpsilonGreedyHyperparams):
+    """Independent DQN per role (network shared within the role), on-device ring replay,
+    hard target syncs, Huber loss; ``double_dqn`` and ``dueling`` as PPAGE (D3QN = both)."""
+
+    num_steps: int = redefault(Hyperparams, "num_steps", 16)
+    hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
+    double_dqn: bool = param(
+        False, Field(bool), "the online network picks the next action, the target values it"
+    )
+    dueling: bool = param(False, Field(bool), "Q = V + A - mean(A) heads")
+    batch_size: int = param(256, positive(int), "grid-transitions per gradient step")
+    buffer_size: int = param(50_000, positive(int), "grid-transitions kept per role (>= num_envs)")
+    min_replay_size: int = param(
+        1_000, positive(int), "transitions stored before learning starts (<= buffer_size)"
+    )
+    target_update_interval: int = param(
+        100, positive(int), "gradient steps between hard target syncs"
+    )
+    grad_clip: float = param(5.0, positive(), "global gradient-norm clip", traced=True)
+    gradient_steps: int = param(1, positive(int), "gradient steps per turn")
+
+    def check(self, data: dict, fail: Fail) -> None:
+        num_envs = data["experiment"]["num_envs"]
+        if self.buffer_size < num_envs:
+            fail(
+                "experiment.algorithm.params.buffer_size",
+                self.buffer_size,
+                f"must hold at least one turn of every grid (>= num_envs = {num_envs})",
+            )
+        if self.min_replay_size > self.buffer_size:
+            fail(
+                "experiment.algorithm.params.min_replay_size",
+                self.min_replay_size,
+                f"must be <= buffer_size ({self.buffer_size})",
+            )
+
+
+# Tabular team learners: one table per agent (iql) or one joint table per team (cql).
+TABLE_KINDS = ("iql", "cql")
+# Largest joint-action table row a cql team may have (nA ** team size).
+MAX_JOINT_ACTIONS = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class TabularHyperparams(EpsilonGreedyHyperparams):
+    """Tabular Q-learning on hashed observation tables (PPAGE's tabular experiment values)."""
+
+    num_steps: int = redefault(Hyperparams, "num_steps", 16)
+    alpha: float = param(
+        0.1,
+        Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "Q-learning step size",
+        traced=True,
+    )
+    table_size: int = param(
+        65_536,
+        Field(int, False, lambda v: v >= 1, ">= 1 (rows per table)"),
+        "rows per table (observations are hashed into them)",
+    )
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """role -> ``"iql"`` or ``"cql"`` (each tabular algorithm says)."""
+        raise NotImplementedError
+
+    def check(self, data: dict, fail: Fail) -> None:
+        """A cql team's joint action space must stay small (``nA ** team size``)."""
+        num_actions = len(ACTION_TABLES[data["actions"]["type"]])
+        for role, kind in self.kinds.items():
+            n = data["agents"]["predators" if role == "predator" else "preys"]["count"]
+            if kind == "cql" and num_actions**n > MAX_JOINT_ACTIONS:
+                fail(
+                    "experiment.algorithm.name",
+                    data["experiment"]["algorithm"]["name"],
+                    f"a cql team of {n} {role}s has {num_actions}**{n} = {num_actions**n} "
+                    f"joint actions; at most {MAX_JOINT_ACTIONS} are supported (use iql for "
+                    f"the {role}s, e.g. algorithm mixed)",
+                )
+
+
+@dataclasses.dataclass(frozen=True)
+class IQLHyperparams(TabularHyperparams):
+    """Tabular Q-learning, one hashed table per agent (PPAGE's IQL)."""
+
+    table_size: int = redefault(TabularHyperparams, "table_size", 262_144)
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {"predator": "iql", "prey": "iql"}
+
+
+@dataclasses.dataclass(frozen=True)
+class CQLHyperparams(TabularHyperparams):
+    """Centralised tabular Q-learning: one table per team over the team's joint observation
+    and joint action, team reward = sum of the members' rewards, each member acts on the
+    marginal mean (PPAGE's CQL, "centralised")."""
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {"predator": "cql", "prey": "cql"}
+
+
+_KIND = Field(str, False, lambda v: v in TABLE_KINDS, f"one of {list(TABLE_KINDS)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class MixedHyperparams(TabularHyperparams):
+    """PPAGE's mixed trainer: each team ``iql`` (a table per agent) or ``cql`` (a joint table
+    for the team)."""
+
+    predator_algo: str = param("cql", _KIND, "the predators' table kind")
+    prey_algo: str = param("iql", _KIND, "the prey's table kind")
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return {"predator": self.predator_algo, "prey": self.prey_algo}
+
+
+# --------------------------------------------------------------------------- reading
+def checks(cls: type[Hyperparams]) -> dict[str, Field]:
+    """key -> the Field its configured value must pass."""
+    return {f.name: f.metadata["check"] for f in dataclasses.fields(cls)}
+
+
+def defaults(cls: type[Hyperparams]) -> dict[str, Any]:
+    """key -> default, in config form (tuples as lists)."""
+    return {
+        f.name: list(f.default) if isinstance(f.default, tuple) else f.default
+        for f in dataclasses.fields(cls)
+    }
+
+
+def from_params(cls: type[Hyperparams], params: dict) -> Hyperparams:
+    """The frozen declaration from validated ``params`` (lists become tuples; keys the
+    declaration lacks, such as PPAGE's ``action_dim``, are dropped)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in names}
+    )
+
+
+def undeclared_fields(cls: type) -> list[str]:
+    """Fields of ``cls`` not made with :func:`param` (no check or doc)."""
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if "check" not in f.metadata or "doc" not in f.metadata
+    ]
+
+
+def markdown_table(algorithms: dict[str, type[Hyperparams]] | None = None) -> str:
+    """The documentation of every algorithm's hyperparameters: a heading, the description
+    and a ``key | default | allowed | traced | meaning`` table per algorithm (default: every
+    registered one, in registry order; ``traced``: the key may vary between the runs of one
+    compiled program, :mod:`ppage_jax.train.kit.traced`)."""
+    if algorithms is None:
+        from ppage_jax.train.registry import ALGORITHMS
+
+        algorithms = {name: spec.hyperparams for name, spec in ALGORITHMS.items()}
+    out = []
+    for name, cls in algorithms.items():
+        summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split()).replace("``", "`")
+        out += [
+            f"#### `{name}`",
+            "",
+            summary,
+            "",
+            "| key | default | allowed | traced | meaning |",
+            "|---|---|---|---|---|",
+        ]
+        for f in dataclasses.fields(cls):
+            allowed = f.metadata["check"].describe().removeprefix("must be ")
+            default = json.dumps(list(f.default) if isinstance(f.default, tuple) else f.default)
+            traced = "yes" if f.metadata.get("traced", False) else ""
+            out.append(f"| `{f.name}` | `{default}` | {allowed} | {traced} | {f.metadata['doc']} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# The block of a markdown page that markdown_table() fills (docs/training.md).
+TABLES_START = "<!-- generated by ppage_jax.config.hyperparams.markdown_table() -->"
+TABLES_END = "<!-- end of the generated tables -->"
+
+
+def with_tables(page: str) -> str:
+    """``page`` (markdown holding the ``TABLES_START`` and ``TABLES_END`` markers) with the
+    text between them replaced by :func:`markdown_table`."""
+    if TABLES_START not in page or TABLES_END not in page:
+        raise ValueError(f"the page has no {TABLES_START!r} ... {TABLES_END!r} block")
+    head, rest = page.split(TABLES_START, 1)
+    tail = rest.split(TABLES_END, 1)[1]
+    return f"{head}{TABLES_START}\n\n{markdown_table()}\n{TABLES_END}{tail}"
+
+
+if __name__ == "__main__":  # python -m ppage_jax.config.hyperparams docs/training.md
+    import sys
+    from pathlib import Path
+
+    for name in sys.argv[1:]:
+        path = Path(name)
+        path.write_text(with_tables(path.read_text()))

@@ -1,0 +1,1 @@
+"""The training algorithms, one file each (registered in :mod:`ppage_jax.train.registry`)."""

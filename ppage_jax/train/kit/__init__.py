@@ -1,0 +1,1 @@
+"""Pieces the algorithms share: networks, encoders, rollout, exploration, optimisers."""

@@ -1,0 +1,1 @@
+"""Run plumbing: the runner, checkpoints, progress, monitor, report, curriculum, evaluation."""

@@ -1,0 +1,395 @@
+"""A run directory: resolved config and hash, metrics.csv, checkpoint, summary.json,
+learning_curves.png, capture_curves.png, and the printed evaluation tables."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ppage_jax.artifacts import (
+    DirectoryLock,
+    OutputError,
+    atomic_open,
+    prepare_output_dir,
+    remove_partial_files,
+    save_figure,
+    write_text,
+)
+from ppage_jax.config import Config
+from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.run.roles import ROLES
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.csv"
+CHECKPOINT_FILE = "checkpoint.msgpack"
+SUMMARY_FILE = "summary.json"
+CURVES_FILE = "learning_curves.png"
+CAPTURE_CURVES_FILE = "capture_curves.png"
+ARTIFACTS = (
+    CONFIG_FILE,
+    METRICS_FILE,
+    CHECKPOINT_FILE,
+    SUMMARY_FILE,
+    CURVES_FILE,
+    CAPTURE_CURVES_FILE,
+)
+TRAINING_CHECKPOINTS = "checkpoints"
+# What makes a directory a run's: refused as --out unless --resume or --overwrite.
+RUN_FILES = (*ARTIFACTS, "episode.gif", "episode.html", TRAINING_CHECKPOINTS)
+
+
+def new_run_dir(config: Config, out: str | None = None) -> Path:
+    """``out`` if given, else ``<output_dir>/<algorithm>-<config hash>-<timestamp>``, created
+    here and never one that exists: two runs started in the same second get ``...-2``."""
+    if out is None:
+        exp = config["experiment"]
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base = Path(exp["output_dir"]) / f"{exp['algorithm']['name']}-{config.hash()}-{stamp}"
+        prepare_output_dir(base.parent, "output directory")
+        for n in range(1, 10_000):
+            candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
+            try:
+                candidate.mkdir()  # atomic: exactly one process creates each name
+            except FileExistsError:
+                continue
+            except OSError as err:
+                raise OutputError(
+                    f"cannot create run directory {candidate}: {err.strerror or err}"
+                ) from None
+            out = str(candidate)
+            break
+        else:
+            raise OutputError(f"no free run directory name beside {base}")
+    return prepare_output_dir(out, "run directory")
+
+
+def run_files(run_dir: Path) -> list[str]:
+    """The run artifacts (and training checkpoints) present in ``run_dir``."""
+    return [name for name in RUN_FILES if (Path(run_dir) / name).exists()]
+
+
+def prepare_run_dir(
+    config: Config, out: str | None = None, overwrite: bool = False
+) -> tuple[Path, DirectoryLock]:
+    """A writable run directory for a new run (:func:`new_run_dir`) and the lock this
+    process now holds on it (another writer is refused, naming its PID). One that already
+    holds a run is refused (:class:`~ppage_jax.artifacts.OutputError`) unless ``overwrite``,
+    which deletes that run's artifacts and checkpoints (and nothing else) first."""
+    import shutil
+
+    path = new_run_dir(config, out)
+    lock = DirectoryLock(path, "run directory").acquire()
+    try:
+        present = run_files(path)
+        if present and not overwrite:
+            raise OutputError(
+                f"run directory {path} already holds a run ({', '.join(present)}); "
+                f"continue it with --resume {path}, replace it with --overwrite, or "
+                f"choose another --out"
+            )
+        for name in present:
+            target = path / name
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        remove_partial_files(path)
+    except BaseException:
+        lock.release()
+        raise
+    return path, lock
+
+
+def write_config(run_dir: Path, config: Config) -> None:
+    """The resolved config (every section, defaults filled) as one YAML file, hash on top."""
+    write_text(
+        run_dir / CONFIG_FILE,
+        f"# resolved config of this run; config hash {config.hash()}\n"
+        f"# reload with: ppage_jax.load_config('{CONFIG_FILE}')\n" + config.to_yaml(),
+    )
+
+
+def metric_rows(tc: TrainConfig, metrics: dict) -> list[dict]:
+    """One dict per seed and update, flat columns (``return/<role>/<term>``, loss names)."""
+    active = np.asarray(metrics["active"])
+    num_seeds, num_updates = active.shape
+    rows = []
+    for s in range(num_seeds):
+        for u in range(num_updates):
+            row = {
+                "seed": s,
+                "update": u + 1,
+                "env_steps": (u + 1) * tc.env_steps_per_update,
+                "active": bool(active[s, u]),
+            }
+            for key in ("episodes", "capture_rate", "episode_length", "steps_to_capture"):
+                row[key] = np.asarray(metrics[key])[s, u].item()
+            returns = np.asarray(metrics["returns"])[s, u]
+            for r, role in enumerate(ROLES):
+                if len(tc.agents_of(role)):
+                    for t, term in enumerate(tc.env.reward_terms):
+                        row[f"return/{role}/{term}"] = float(returns[r, t])
+            for name, values in sorted(metrics["losses"].items()):
+                row[f"loss/{name}"] = float(np.asarray(values)[s, u])
+            for name, values in sorted(metrics.get("extras", {}).items()):
+                row[name] = float(np.asarray(values)[s, u])
+            rows.append(row)
+    return rows
+
+
+def last_active_rows(rows: list[dict]) -> list[dict]:
+    """Each seed's last metrics row that ran (for summary.json)."""
+    last: dict[int, dict] = {}
+    for row in rows:
+        if row["active"]:
+            last[row["seed"]] = row
+    return [last[s] for s in sorted(last)]
+
+
+def write_metrics(run_dir: Path, rows: list[dict]) -> None:
+    fields = list(rows[0]) if rows else []
+    with atomic_open(run_dir / METRICS_FILE, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_summary(run_dir: Path, summary: dict) -> None:
+    """summary.json (NaN written as null)."""
+    write_text(run_dir / SUMMARY_FILE, json.dumps(_clean(summary), indent=2) + "\n")
+
+
+def smoothed(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing NaN-aware moving average."""
+    out = np.full(values.shape, np.nan)
+    for i in range(len(values)):
+        chunk = values[max(0, i - window + 1) : i + 1]
+        chunk = chunk[np.isfinite(chunk)]
+        if chunk.size:
+            out[i] = chunk.mean()
+    return out
+
+
+def plot_learning_curves(
+    run_dir: Path, tc: TrainConfig, metrics: dict, baseline: dict | None = None
+) -> None:
+    """learning_curves.png: capture rate, steps to capture, episode length and total return
+    per role against env steps (mean over seeds, shaded min-max), random baseline dashed."""
+    import warnings
+
+    with warnings.catch_warnings():  # stretches with no finished episode are NaN gaps
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _plot(run_dir, tc, metrics, baseline)
+
+
+def _plot(run_dir: Path, tc: TrainConfig, metrics: dict, baseline: dict | None) -> None:
+    from ppage_jax.viz import figures as plt  # off-screen figures; no global backend switch
+
+    active = np.asarray(metrics["active"])
+    num_updates = active.shape[1]
+    steps = (np.arange(num_updates) + 1) * tc.env_steps_per_update
+    window = max(1, num_updates // 50)
+    panels = [
+        ("capture_rate", "capture rate (training)"),
+        ("steps_to_capture", "steps to capture (training, captured only)"),
+        ("episode_length", "episode length (training, finished only)"),
+    ]
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+    for ax, (key, title) in zip(axes[:3], panels, strict=True):
+        values = np.where(active, np.asarray(metrics[key], float), np.nan)
+        curves = np.stack([smoothed(v, window) for v in values])
+        ax.plot(steps, np.nanmean(curves, 0), label=tc.algorithm)
+        if curves.shape[0] > 1:
+            ax.fill_between(steps, np.nanmin(curves, 0), np.nanmax(curves, 0), alpha=0.2)
+        if baseline is not None and np.isfinite(baseline.get(key, np.nan)):
+            ax.axhline(baseline[key], ls="--", color="gray", label="random predators (eval)")
+        ax.set_title(title)
+        ax.set_xlabel("env steps")
+        ax.legend(fontsize=8)
+    ax = axes[3]
+    returns = np.asarray(metrics["returns"], float)  # [S, U, 2, T]
+    for r, role in enumerate(ROLES):
+        total = np.where(active, returns[:, :, r, :].sum(-1), np.nan)
+        if np.isnan(total).all():
+            continue
+        ax.plot(
+            steps,
+            np.nanmean(np.stack([smoothed(v, window) for v in total]), 0),
+            label=f"{role} total return",
+        )
+    ax.set_title("mean return per agent (training)")
+    ax.set_xlabel("env steps")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, run_dir / CURVES_FILE, dpi=90)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------ evaluation tables
+# Which rows each printed table compares (names of ppage_jax.train.run.evaluate.ROWS).
+PREDATOR_TABLE = ("trained", "trained_greedy", "random", "chase")
+PREY_TABLE = ("trained", "prey_random", "prey_evade")
+
+
+def _number(value, digits: int = 1) -> str:
+    if value is None or not np.isfinite(value):
+        return "n/a" if value is None or np.isnan(value) else "not reached"
+    return f"{value:.{digits}f}"
+
+
+def _turns(value, cap: int) -> str:
+    """A KM median or CI bound: infinite means the curve never reached 0.5 within ``cap``."""
+    if value is not None and np.isinf(value):
+        return f">{cap}"
+    return _number(value, 0 if value is not None and float(value).is_integer() else 1)
+
+
+def _ci(bounds, fmt) -> str:
+    if not bounds:
+        return ""
+    return f"[{fmt(bounds[0])}, {fmt(bounds[1])}]"
+
+
+def _table(title: str, legend: list[str], rows: dict[str, dict], cap: int) -> list[str]:
+    metrics = [
+        (f"RMST: mean turns to capture, <= {cap}", lambda r: _number(r["rmst"])),
+        ("  95 % bootstrap CI", lambda r: _ci(r.get("rmst_ci"), _number)),
+        ("KM median turns to capture", lambda r: _turns(r["km_median"], cap)),
+        ("  95 % bootstrap CI", lambda r: _ci(r.get("km_median_ci"), lambda v: _turns(v, cap))),
+        (f"capture rate within {cap} turns", lambda r: f"{100 * r['capture_rate']:.1f} %"),
+        ("hit the step limit uncaptured", lambda r: f"{100 * r['truncated_share']:.1f} %"),
+    ]
+    cells = {name: [fmt(row) for _, fmt in metrics] for name, row in rows.items()}
+    width = max(
+        12, *(len(c) + 2 for column in cells.values() for c in column), *(len(n) + 2 for n in rows)
+    )
+    label = max(len(m) for m, _ in metrics) + 2
+    header = "metric".ljust(label) + "".join(n.rjust(width) for n in rows)
+    lines = [title, *legend, header, "-" * len(header)]
+    for i, (name, _) in enumerate(metrics):
+        lines.append(name.ljust(label) + "".join(cells[n][i].rjust(width) for n in rows))
+    return lines
+
+
+def summary_table(evaluation: dict, cap: int) -> str:
+    """The printed evaluation: the trained predators beside random and greedy-chase
+    predators against the same prey, then the trained prey beside random and greedy-evade
+    prey against the same predators, then any other rows. Each table's heading names every
+    column's predators and prey; the first metric is the censored RMST, then the KM median
+    (95 % bootstrap CIs), the capture rate and the share of episodes that hit the limit."""
+
+    def legend(names):
+        return [
+            f"  {n:<15}= {evaluation[n].get('predators', '?')} predators vs "
+            f"{evaluation[n].get('prey', '?')} prey"
+            for n in names
+        ]
+
+    def episodes(names):
+        return evaluation[names[0]].get("episodes", "?")
+
+    blocks = []
+    shown: set[str] = set()
+    trained = evaluation.get("trained", {})
+    groups = [
+        (
+            [n for n in PREDATOR_TABLE if n in evaluation],
+            f"PREDATORS, each column against the same prey ({trained.get('prey', '?')}); "
+            f"lower time to capture is better for predators",
+        ),
+        (
+            [n for n in PREY_TABLE if n in evaluation],
+            f"PREY, each column against the same predators ({trained.get('predators', '?')}); "
+            f"higher time to capture is better for prey",
+        ),
+    ]
+    for names, title in groups:
+        if len(names) < 2:
+            continue
+        shown.update(names)
+        blocks.append(
+            _table(
+                f"{title}; {episodes(names)} episodes per column",
+                legend(names),
+                {n: evaluation[n] for n in names},
+                cap,
+            )
+        )
+    rest = [n for n in evaluation if n not in shown]
+    if rest:
+        blocks.append(
+            _table(
+                f"held-out evaluation; {episodes(rest)} episodes per column",
+                legend(rest),
+                {n: evaluation[n] for n in rest},
+                cap,
+            )
+        )
+    return "\n\n".join("\n".join(b) for b in blocks)
+
+
+# ------------------------------------------------------------------ capture curves
+def plot_capture_curves(
+    path: Path, played: dict[str, dict], evaluation: dict, horizon: int
+) -> Path:
+    """capture_curves.png: the Kaplan-Meier fraction captured by turn t of each evaluated
+    row, predators beside random and greedy-chase predators (same prey), and, when the prey
+    learn, the trained prey beside random and greedy-evade prey (same predators)."""
+    from ppage_jax.stats.survival import capture_curve
+    from ppage_jax.viz import figures as plt  # off-screen figures; no global backend switch
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / CAPTURE_CURVES_FILE
+    trained = evaluation.get("trained", {})
+    panels = [
+        (
+            f"predators vs the same prey ({trained.get('prey', '?')})",
+            [n for n in PREDATOR_TABLE if n in played],
+        ),
+        (
+            f"prey vs the same predators ({trained.get('predators', '?')})",
+            [n for n in PREY_TABLE if n in played],
+        ),
+    ]
+    panels = [p for p in panels if len(p[1]) > 1] or [("held-out evaluation", list(played))]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5.2), squeeze=False)
+    turns = np.arange(horizon + 1)
+    styles = ("-", "--", ":", "-.")  # overlapping curves stay visible
+    for ax, (title, names) in zip(axes[0], panels, strict=True):
+        for i, name in enumerate(names):
+            ep = played[name]
+            curve = capture_curve(ep["episode_length"], ep["captured"], horizon)
+            row = evaluation[name]
+            ax.step(
+                turns,
+                curve,
+                where="post",
+                ls=styles[i % len(styles)],
+                lw=2.2 - 0.4 * i,
+                label=f"{name}: {row.get('predators', '?')} vs {row.get('prey', '?')} "
+                f"(median {_turns(row['km_median'], horizon)}, "
+                f"RMST {_number(row['rmst'])})",
+            )
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlim(0, horizon)
+        ax.set_xlabel("turn t")
+        ax.set_ylabel("fraction captured by turn t (Kaplan-Meier)")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    fig.tight_layout()
+    save_figure(fig, path, dpi=90)
+    plt.close(fig)
+    return path
