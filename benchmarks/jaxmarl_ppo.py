@@ -196,7 +196,7 @@ def evaluate(
     """Capture rate, mean turns and predator return over ``episodes`` fresh layouts."""
     grid, network = env.env, make_network(config, env)
     is_predator = jnp.asarray(grid.is_predator)
-    max_steps = int(grid.config["env"]["termination"]["max_steps"])
+    max_steps = int(grid.spec.max_steps)
     critic_x = jnp.zeros(
         (env.num_agents, env.world_state_size() if config["MAPPO"] else grid.observation_size)
     )

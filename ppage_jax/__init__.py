@@ -13,6 +13,7 @@ from typing import Any
 
 from ppage_jax import observations, rewards  # noqa: F401  (register the shipped builders/terms)
 from ppage_jax.config import Config, ConfigError, load_config
+from ppage_jax.config.env_spec import EnvSpec, RewardTerm
 from ppage_jax.env import GridWorld, make
 from ppage_jax.observations import (
     ObservationBuilder,
@@ -78,12 +79,14 @@ __all__ = [
     "Config",
     "ConfigError",
     "EnvParams",
+    "EnvSpec",
     "GridWorld",
     "Layout",
     "ObservationBuilder",
     "PotentialContext",
     "RewardContext",
     "RewardParams",
+    "RewardTerm",
     "State",
     "combine_policies",
     "greedy_chase",

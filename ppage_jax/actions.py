@@ -31,18 +31,3 @@ def noop_action(name: str) -> int:
     """Index of the first [0, 0] action of a table (4 for every PPAGE table)."""
     table = action_table(name)
     return int(np.flatnonzero((table == 0).all(axis=1))[0])
-
-
-def check_actions(actions, n_actions: int, n_agents: int) -> np.ndarray:
-    """Validate host-side actions (adapters, CLI): int[A] within [0, n_actions)."""
-    arr = np.asarray(actions)
-    if arr.shape != (n_agents,):
-        raise ValueError(f"actions must have shape ({n_agents},), got {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"actions must be integers, got dtype {arr.dtype}")
-    bad = np.flatnonzero((arr < 0) | (arr >= n_actions))
-    if bad.size:
-        raise ValueError(
-            f"action {int(arr[bad[0]])} for agent {int(bad[0])} is outside [0, {n_actions})"
-        )
-    return arr.astype(np.int32)

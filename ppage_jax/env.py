@@ -1,4 +1,5 @@
-"""GridWorld: reset, reset_to and step. The stage order lives here and only here."""
+"""GridWorld, built from a typed EnvSpec: reset, reset_to and step. The stage order lives
+here and only here. :func:`make` builds one from a config."""
 
 from __future__ import annotations
 
@@ -15,22 +16,32 @@ from jax.experimental import checkify
 
 from ppage_jax import stages
 from ppage_jax.actions import action_table, noop_action
-from ppage_jax.config import FLOAT32_MAX, Config, ConfigError, num_obstacles, short_repr
+from ppage_jax.config import (
+    FLOAT32_MAX,
+    Config,
+    ConfigError,
+    float32_number,
+    load_config,
+    short_repr,
+)
+from ppage_jax.config.env_spec import EnvSpec, SpecError, config_key, env_spec
 from ppage_jax.observations import (
     ObservationBuilder,
     global_state,
     global_state_size,
     make_observation,
 )
-from ppage_jax.rewards.compose import RewardComposer, term_entries
-from ppage_jax.rewards.registry import Choice
+from ppage_jax.rewards.compose import RewardComposer, TermEntry
+from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term
 from ppage_jax.sampling import distinct_sample
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State, Structure
+from ppage_jax.types import Actions, Flag, GlobalState, Info, Key, Observations, Rewards
 
-StepResult = tuple[jax.Array, State, jax.Array, jax.Array, jax.Array, dict]
+# (obs, state, reward, terminated, truncated, info), as step returns it.
+StepResult = tuple[Observations, State, Rewards, Flag, Flag, Info]
 
-# A config whose single-environment state, or observation of all agents, would take more
-# bytes than this is refused with the estimate (ConfigError from `make`).
+# A spec whose single-environment state, or observation of all agents, would take more
+# bytes than this is refused with the estimate (SpecError; a ConfigError from `make`).
 MEMORY_LIMIT_BYTES = 64 * 2**20
 
 # The layout rules of `reset_to`, in the order they are checked ({i}: the offending row).
@@ -57,15 +68,45 @@ def state_bytes(layout: Layout) -> int:
     )
 
 
-def _check_memory(config: Config, key: str, needed: int, what: str, instead: str) -> None:
+def _check_memory(field: str, value: Any, needed: int, what: str, instead: str) -> None:
     if needed > MEMORY_LIMIT_BYTES:
-        raise ConfigError(
-            config.source_of(key),
-            key,
-            config.get(key),
+        raise SpecError(
+            field,
+            value,
             f"{what} would take {needed / 2**20:.1f} MiB per environment, above "
             f"the limit of {MEMORY_LIMIT_BYTES // 2**20} MiB; use {instead}",
         )
+
+
+def _term_entries(spec: EnvSpec) -> list[TermEntry]:
+    """The composer's entries of ``spec.rewards`` (registered terms, their params checked
+    and completed with the declared defaults); a bad one raises SpecError."""
+    entries = []
+    for i, term in enumerate(spec.rewards):
+        where = f"rewards[{i}]"
+        try:
+            declared = get_term(term.name)
+        except KeyError as err:
+            raise SpecError(f"{where}.name", term.name, err.args[0]) from None
+        if term.name in (e.name for e in entries):
+            raise SpecError(f"{where}.name", term.name, "is listed twice; give each term once")
+        if term.applies_to is not None and term.applies_to not in APPLIES_TO:
+            raise SpecError(f"{where}.applies_to", term.applies_to, f"must be one of {APPLIES_TO}")
+        params = declared.defaults()
+        for key, value in term.params:
+            kind = declared.params.get(key)
+            if key not in declared.params:
+                allowed = f"unknown param of {term.name!r}; its params: {sorted(declared.params)}"
+            elif isinstance(kind, Choice):
+                allowed = "" if value in kind.options else f"must be one of {list(kind.options)}"
+            else:
+                allowed = "" if float32_number(value) else "must be a number finite in float32"
+            if allowed:
+                raise SpecError(f"{where}.params.{key}", value, allowed)
+            params[key] = value
+        applies_to = term.applies_to or declared.applies_to
+        entries.append(TermEntry(declared.name, term.weight, params, applies_to))
+    return entries
 
 
 def _finite_float32(what: str, value: Any) -> None:
@@ -106,52 +147,84 @@ def _layout_faults(xp: Any, positions: Any, obstacles: Any, size: int) -> list[A
 
 
 class GridWorld:
-    """The static half of the environment (shapes, roles, stage functions).
+    """A grid of predators and prey, built from an :class:`EnvSpec` (its static half: shapes,
+    roles, stage functions; ``GridWorld(spec, **fields)`` or ``GridWorld(size=12, ...)``).
+
+    Shapes: ``A`` agents (``n_predators`` predators first, then ``n_prey`` prey), ``F``
+    observation features (``observation_size``), ``T`` reward terms, ``K`` obstacles, ``N``
+    actions, ``H = W = size``.
+
+    - observation: float32[A, F], one row per agent (captured prey included), built by the
+      spec's observation builder (``env.observation``); ``observation_shape`` gives the
+      unflattened shape of builders with spatial structure.
+    - action: int32[A], one index per agent into the action table (``action_table``
+      int32[N, 2] of [dx, dy] moves, ``noop_action`` its no-op). An agent moves up to its
+      speed cells per turn while its stamina lasts; a captured prey stays where it is.
+    - reward: float32[A], the sum over the T configured terms of weight x role mask x term;
+      ``info["reward_terms"]`` float32[A, T] holds the weighted columns in
+      ``reward_terms`` order and ``info["reward_terms_unit"]`` the same per unit weight.
+    - termination: ``terminated`` (bool) once the captured prey reach
+      ``capture_threshold``; ``truncated`` (bool) once ``turn`` reaches ``max_steps``. Both
+      may be true on the same step; a finished state must be reset (or stepped through
+      :class:`ppage_jax.wrappers.AutoResetEnv`).
+    - state: :class:`State`
+        - positions: int32[A, 2], [x, y] per agent.
+        - captured: bool[A], True for a captured prey (never for a predator).
+        - stamina: int32[A], moves left (``UNLIMITED_STAMINA`` or more: unlimited).
+        - obstacles: int32[K, 2], [x, y] per obstacle; obstacle_map: bool[H, W] ([y, x]).
+        - turn, captures_total: int32 scalars; terminated, truncated: bool scalars.
 
     Everything numeric lives in :class:`EnvParams` (``env.default_params``), so changing a
     weight, a speed or ``max_steps`` never recompiles. All methods are pure and work under
-    ``jax.jit`` and ``jax.vmap``.
+    ``jax.jit`` and ``jax.vmap``. ``env.spec`` is the spec it was built from; a value the env
+    refuses raises :class:`SpecError`, a one-line ValueError naming the spec field
+    (:func:`make` reports it as a ConfigError naming the config key instead).
     """
 
-    def __init__(self, config: Config):
-        self.config = config
-        env_cfg, agents = config["env"], config["agents"]
-        speeds = [agents["predators"]["speed"]] * agents["predators"]["count"] + [
-            agents["preys"]["speed"]
-        ] * agents["preys"]["count"]
+    def __init__(self, spec: EnvSpec | None = None, **fields: Any):
+        if spec is None:
+            spec = EnvSpec()
+        elif not isinstance(spec, EnvSpec):
+            raise TypeError(
+                f"GridWorld takes an EnvSpec (and keyword fields), got {type(spec).__name__}; "
+                "build one from a config with ppage_jax.make(config)"
+            )
+        if fields:
+            spec = spec.replace(**fields)
+        self.spec = spec
         self.layout = Layout(
-            size=env_cfg["size"],
-            n_predators=agents["predators"]["count"],
-            n_prey=agents["preys"]["count"],
-            num_obstacles=num_obstacles(config.data),
-            max_speed=max(speeds),
-            allow_cell_sharing=env_cfg["dynamics"]["allow_cell_sharing"],
-            block_agents_by_obstacles=env_cfg["dynamics"]["block_agents_by_obstacles"],
-            predator_prefix=agents["naming"]["predator_prefix"],
-            prey_prefix=agents["naming"]["prey_prefix"],
+            size=spec.size,
+            n_predators=spec.n_predators,
+            n_prey=spec.n_prey,
+            num_obstacles=spec.num_obstacles,
+            max_speed=max(spec.speeds),
+            allow_cell_sharing=spec.allow_cell_sharing,
+            block_agents_by_obstacles=spec.block_agents_by_obstacles,
+            predator_prefix=spec.predator_prefix,
+            prey_prefix=spec.prey_prefix,
         )
         _check_memory(
-            config,
-            "env.size",
+            "size",
+            spec.size,
             state_bytes(self.layout),
             f"the state ({self.layout.num_agents} agents, "
             f"{self.layout.num_obstacles} obstacles, {self.layout.size}x"
             f"{self.layout.size} cells)",
             "a smaller grid or fewer obstacles",
         )
-        self.action_type = config["actions"]["type"]
+        self.action_type = spec.action_type
         self.action_table = action_table(self.action_type)
         self.noop_action = noop_action(self.action_type)
-        self.composer = RewardComposer(term_entries(config["rewards"]), self.layout)
-        self.observation: ObservationBuilder = make_observation(
-            config["observations"]["type"],
-            self.layout,
-            config["observations"]["params"],
-            config["observations"]["per_agent"],
-        )
+        self.composer = RewardComposer(_term_entries(spec), self.layout)
+        try:
+            self.observation: ObservationBuilder = make_observation(
+                spec.observation_type, self.layout, spec.observation_kwargs, spec.per_agent_kwargs
+            )
+        except KeyError as err:  # an unknown builder
+            raise SpecError("observation_type", spec.observation_type, err.args[0]) from None
         _check_memory(
-            config,
-            "observations.type",
+            "observation_type",
+            spec.observation_type,
             4 * self.num_agents * self.observation.size,
             f"the observations ({self.num_agents} agents x "
             f"{self.observation.size} float32 features)",
@@ -164,22 +237,20 @@ class GridWorld:
             n_prey=self.layout.n_prey,
             num_obstacles=self.layout.num_obstacles,
         )
-        self._fixed_map = self._parse_map(env_cfg["map"])
+        self._fixed_map = self._parse_map(spec.fixed_map)
         self._fixed_starts = (
-            None if env_cfg["starts"] is None else np.asarray(env_cfg["starts"], np.int32)
+            None if spec.fixed_starts is None else np.asarray(spec.fixed_starts, np.int32)
         )
-        stamina = [agents["predators"]["stamina"]] * self.layout.n_predators + [
-            agents["preys"]["stamina"]
-        ] * self.layout.n_prey
-        max_steps = env_cfg["termination"]["max_steps"]
         self.default_params = EnvParams(
-            speeds=jnp.asarray(speeds, jnp.int32),
+            speeds=jnp.asarray(spec.speeds, jnp.int32),
             stamina=jnp.asarray(
-                [UNLIMITED_STAMINA if s is None else s for s in stamina], jnp.int32
+                [UNLIMITED_STAMINA if s is None else s for s in spec.stamina], jnp.int32
             ),
-            capture_threshold=jnp.asarray(env_cfg["termination"]["capture_threshold"], jnp.int32),
-            max_steps=jnp.asarray(NO_TRUNCATION if max_steps is None else max_steps, jnp.int32),
-            reward=self.composer.default_params(config["rewards"]["gamma"]),
+            capture_threshold=jnp.asarray(spec.capture_threshold, jnp.int32),
+            max_steps=jnp.asarray(
+                NO_TRUNCATION if spec.max_steps is None else spec.max_steps, jnp.int32
+            ),
+            reward=self.composer.default_params(spec.gamma),
             structure=self.structure,
         )
 
@@ -312,14 +383,14 @@ class GridWorld:
             return xy, obstacles
         return xy[:n_agents], xy[n_agents:]
 
-    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, State]:
-        """Draw a fresh layout: (obs float32[A, obs_size], state)."""
+    def reset(self, key: Key, params: EnvParams | None = None) -> tuple[Observations, State]:
+        """Draw a fresh layout: (obs float32[A, F], state)."""
         positions, obstacles = self._draw_layout(key)
         return self._start(positions, obstacles, self._params(params))
 
     def reset_to(
         self, positions: jax.Array, obstacles: jax.Array, params: EnvParams | None = None
-    ) -> tuple[jax.Array, State]:
+    ) -> tuple[Observations, State]:
         """Start an episode from an explicit layout: positions int[A, 2] (predators first),
         obstacles int[K, 2], as [x, y].
 
@@ -350,7 +421,7 @@ class GridWorld:
 
     def checked_reset_to(
         self, positions: jax.Array, obstacles: jax.Array, params: EnvParams | None = None
-    ) -> tuple[checkify.Error, tuple[jax.Array, State]]:
+    ) -> tuple[checkify.Error, tuple[Observations, State]]:
         """:meth:`reset_to` with its layout rules checked on traced inputs too (``jit``,
         ``vmap``), through ``jax.experimental.checkify``: returns ``(error, (obs, state))``;
         ``error.throw()`` raises the first broken rule, ``error.get()`` returns it or None.
@@ -396,7 +467,7 @@ class GridWorld:
 
     def _start(
         self, positions: jax.Array, obstacles: jax.Array, params: EnvParams
-    ) -> tuple[jax.Array, State]:
+    ) -> tuple[Observations, State]:
         """The first (obs, state) of an episode from int32 positions and obstacles."""
         size = self.layout.size
         obstacle_map = jnp.zeros((size, size), bool).at[obstacles[:, 1], obstacles[:, 0]].set(True)
@@ -415,11 +486,11 @@ class GridWorld:
         return self.observe(state, params), state
 
     # ----------------------------------------------------------------- step
-    def observe(self, state: State, params: EnvParams | None = None) -> jax.Array:
+    def observe(self, state: State, params: EnvParams | None = None) -> Observations:
         """float32[A, observation_size] for every agent (captured ones included)."""
         return self.observation(state, self._params(params))
 
-    def global_state(self, state: State) -> jax.Array:
+    def global_state(self, state: State) -> GlobalState:
         """float32[global_state_size], the same for every agent (for centralised critics):
         [x, y, is_predator, captured] per agent in row order, then the obstacle map row-major.
         """
@@ -544,7 +615,7 @@ class GridWorld:
             )
 
     def checked_step(
-        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
+        self, key: Key, state: State, actions: Actions, params: EnvParams | None = None
     ) -> tuple[checkify.Error, StepResult]:
         """:meth:`step` with its input rules checked on traced inputs too (``jit``, ``vmap``),
         through ``jax.experimental.checkify``: an action outside ``[0, num_actions)`` and a
@@ -594,7 +665,7 @@ class GridWorld:
         return self._step(key, state, actions, params, check=False)
 
     def step(
-        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
+        self, key: Key, state: State, actions: Actions, params: EnvParams | None = None
     ) -> StepResult:
         """One turn: ``max_speed`` sub-steps of move -> capture -> reward, then flags, observe.
 
@@ -673,11 +744,17 @@ class GridWorld:
 def make(
     config: Config | str | None = None, overrides: Mapping[str, Any] | None = None
 ) -> GridWorld:
-    """Build a GridWorld from a Config (or a config path, or None for the defaults)."""
-    from ppage_jax.config import load_config
-
+    """Build a GridWorld from a Config, a config path or shipped name, or None (the package
+    defaults), with dotted ``overrides``. The validated config is translated to an
+    :class:`EnvSpec` (:func:`~ppage_jax.config.env_spec.env_spec`); a value the env refuses
+    (the memory limits) raises a ConfigError naming its config key and the file it came
+    from."""
     if not isinstance(config, Config):
         config = load_config(config, overrides)
     elif overrides:
         config = config.with_overrides(overrides)
-    return GridWorld(config)
+    try:
+        return GridWorld(env_spec(config))
+    except SpecError as err:
+        key = config_key(err.field)
+        raise ConfigError(config.source_of(key), key, config.get(key), err.allowed) from None

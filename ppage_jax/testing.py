@@ -28,7 +28,8 @@ import numpy as np
 from jax import lax
 
 from ppage_jax import stages
-from ppage_jax.env import GridWorld, make
+from ppage_jax.config.env_spec import EnvSpec, RewardTerm
+from ppage_jax.env import GridWorld
 from ppage_jax.observations.registry import ObservationBuilder, make_observation
 from ppage_jax.rewards.compose import _param_value, term_value
 from ppage_jax.rewards.registry import (
@@ -82,17 +83,17 @@ OBSERVATION_RULES = (
     "vmap",
 )
 MUST_PASS = ("runs", "builds", "finite")  # every other rule can be skipped
-DEFAULT_ENV = {
-    "env.size": 5,
-    "env.obstacle_percentage": 12.0,  # floor(0.12 * 25) = 3 obstacles
-    "env.dynamics.block_agents_by_obstacles": False,  # agents may stand on obstacles
-    "agents.predators.count": 2,
-    "agents.preys.count": 2,
-    "agents.preys.speed": 1,
-    "env.termination.capture_threshold": 2,
-    "observations.type": "local_only",
-    "rewards.shaping": [],
-}
+DEFAULT_ENV = EnvSpec(
+    size=5,
+    obstacle_percentage=12.0,  # floor(0.12 * 25) = 3 obstacles
+    block_agents_by_obstacles=False,  # agents may stand on obstacles
+    n_predators=2,
+    n_prey=2,
+    prey_speed=1,
+    capture_threshold=2,
+    observation_type="local_only",
+    rewards=(RewardTerm("base"),),
+)
 MAX_WALK = 6  # sampled states are 0..MAX_WALK random sub-steps from a reset
 FLAG_RATE = 0.25  # share of the still-free prey flagged captured in the sampled states
 # Shares of chasing predators and of prey staying put, in the walks and in the sampled
@@ -142,7 +143,7 @@ class ContractReport:
 @functools.cache
 def default_env() -> GridWorld:
     """The small env the checks use when none is given (see ``DEFAULT_ENV``)."""
-    return make(None, DEFAULT_ENV)
+    return GridWorld(DEFAULT_ENV)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -482,7 +483,7 @@ def _builder(
 ) -> ObservationBuilder:
     """The builder to check: ``env``'s own when it is configured with ``name`` and no
     params are given, else built for ``env``'s layout (a factory function is called)."""
-    configured = env.config["observations"]["type"]
+    configured = env.spec.observation_type
     if name == configured and params is None and per_agent is None:
         return env.observation
     if callable(name) and not isinstance(name, str):

@@ -21,6 +21,15 @@ AgentMask: TypeAlias = jax.Array  # bool[A]
 Flag: TypeAlias = jax.Array  # bool scalar (terminated, truncated)
 GlobalState: TypeAlias = jax.Array  # float32[4A + H*W]
 Frame: TypeAlias = jax.Array  # uint8[H_px, W_px, 3]
+Info: TypeAlias = dict[str, jax.Array]  # step info: reward_terms float32[A, T], captured, ...
+# The same for a batch of E grids (BatchedAutoResetEnv).
+BatchActions: TypeAlias = jax.Array  # int32[E, A]
+BatchObservations: TypeAlias = jax.Array  # float32[E, A, F]
+BatchRewards: TypeAlias = jax.Array  # float32[E, A]
+BatchFlags: TypeAlias = jax.Array  # bool[E]
+
+# The two roles, in agent-row order (predators first).
+ROLES = ("predator", "prey")
 
 _T = TypeVar("_T")
 

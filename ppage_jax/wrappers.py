@@ -19,8 +19,18 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ppage_jax.env import GridWorld
+from ppage_jax.env import GridWorld, StepResult
 from ppage_jax.state import EnvParams, State
+from ppage_jax.types import (
+    Actions,
+    BatchActions,
+    BatchFlags,
+    BatchObservations,
+    BatchRewards,
+    Info,
+    Key,
+    Observations,
+)
 
 
 class AutoResetEnv:
@@ -39,12 +49,14 @@ class AutoResetEnv:
     def __getattr__(self, name):
         return getattr(self.env, name)
 
-    def reset(self, key: jax.Array, params: EnvParams | None = None):
+    def reset(self, key: Key, params: EnvParams | None = None) -> tuple[Observations, State]:
+        """A fresh episode: (obs float32[A, F], state), as :meth:`GridWorld.reset`."""
         return self.env.reset(key, params)
 
     def step(
-        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
-    ):
+        self, key: Key, state: State, actions: Actions, params: EnvParams | None = None
+    ) -> StepResult:
+        """:meth:`GridWorld.step`, restarting a finished episode (``info["final_obs"]``)."""
         obs, state, reward, terminated, truncated, info = self.env.step(key, state, actions, params)
         reset_obs, reset_state = self.env.reset(key, params)
         done = terminated | truncated
@@ -63,11 +75,11 @@ def default_resets_per_step(num_envs: int) -> int:
 
 
 class BatchedAutoResetEnv:
-    """Auto-reset for a batch of ``num_envs`` grids that draws few layouts per step.
+    """Auto-reset for a batch of ``num_envs`` grids (E) that draws few layouts per step.
 
-    ``reset(key, params) -> (obs float32[B, A, F], State[B])`` and
-    ``step(key, state, actions int32[B, A], params) -> (obs, state, reward float32[B, A],
-    terminated bool[B], truncated bool[B], info)``, with ``info["final_obs"]`` the
+    ``reset(key, params) -> (obs float32[E, A, F], State[E])`` and
+    ``step(key, state, actions int32[E, A], params) -> (obs, state, reward float32[E, A],
+    terminated bool[E], truncated bool[E], info)``, with ``info["final_obs"]`` the
     finished episodes' last observations (equal to ``obs`` for the others) and
     ``info["final_state"]`` the states after the step, before any reset.
 
@@ -141,14 +153,14 @@ class BatchedAutoResetEnv:
         )
         return keys.reshape((groups * r, *keys.shape[2:]))
 
-    def reset(self, key: jax.Array, params: EnvParams | None = None) -> tuple[jax.Array, State]:
-        """Fresh episodes for the whole batch: (obs float32[B, A, F], State[B])."""
+    def reset(self, key: Key, params: EnvParams | None = None) -> tuple[BatchObservations, State]:
+        """Fresh episodes for the whole batch: (obs float32[E, A, F], State[E])."""
         params, axis = self._params(params)
         return self._fresh(jax.random.split(key, self.num_envs), params, axis)
 
     def step(
-        self, key: jax.Array, state: State, actions: jax.Array, params: EnvParams | None = None
-    ):
+        self, key: Key, state: State, actions: BatchActions, params: EnvParams | None = None
+    ) -> tuple[BatchObservations, State, BatchRewards, BatchFlags, BatchFlags, Info]:
         """Step every grid; grids whose episode ended restart from a fresh layout."""
         params, axis = self._params(params)
         n, r = self.num_envs, self.resets_per_step

@@ -1,7 +1,7 @@
-"""The benchmark's public names in one place (``ppage_jax.bench.core``). The code lives in :mod:`~ppage_jax.bench.throughput` (timing one
-environment, the oracle, first-step time), :mod:`~ppage_jax.bench.peers` (Jumanji,
-JaxMARL), :mod:`~ppage_jax.bench.scaling` (grid size, agents, batch, per builder) and
-:mod:`~ppage_jax.bench.report` (the runs and their tables)."""
+"""The benchmark's public names in one place. The code lives in
+:mod:`~ppage_jax.bench.throughput` (timing one environment, the oracle, first-step time),
+:mod:`~ppage_jax.bench.peers` (Jumanji, JaxMARL), :mod:`~ppage_jax.bench.scaling` (grid size,
+agents, batch, per builder) and :mod:`~ppage_jax.bench.report` (the runs and their tables)."""
 
 from __future__ import annotations
 

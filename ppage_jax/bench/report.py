@@ -64,7 +64,7 @@ def run_benchmark(
             report["scaling"].append(result.as_dict())
             log(result.row())
         if oracle:
-            result = bench_oracle(env, oracle_seconds)
+            result = bench_oracle(env, oracle_seconds, name=config)
             report["oracle"].append(result.as_dict())
             log(result.row())
         if first_step:

@@ -105,6 +105,13 @@ def peak_memory_bytes() -> int | None:
     return max(peaks) if peaks else None
 
 
+def env_label(env: GridWorld) -> str:
+    """A short name of an env for result tables: roles, grid and observation builder
+    (``3v3 10x10 local_radius``)."""
+    spec = env.spec
+    return f"{spec.n_predators}v{spec.n_prey} {spec.size}x{spec.size} {spec.observation_type}"
+
+
 def state_bytes(env: GridWorld) -> int:
     """Bytes of one grid's State pytree (what a batch stores per environment)."""
     _, state = jax.eval_shape(env.reset, jax.random.PRNGKey(0), env.default_params)
@@ -240,7 +247,7 @@ def prepare_env(
     returns = jnp.zeros((batch, n_agents), jnp.float32)
     compile_s, run = _compile_loop(step, _placed((obs, state, returns), batch))
     result = Result(
-        name or str(env.config.path),
+        name or env_label(env),
         AUTO_RESET if resets else NO_RESET,
         batch,
         n_agents,
@@ -308,26 +315,27 @@ def oracle_for_env(env: GridWorld):
     return oracle_for(env)
 
 
-def bench_oracle(env: GridWorld, seconds: float = 2.0) -> Result:
+def bench_oracle(env: GridWorld, seconds: float = 2.0, name: str = "") -> Result:
     """The NumPy oracle stepping one grid with random actions, resetting finished episodes
-    and building the configured observation each step, for about ``seconds``."""
+    and building the env's observation each step, for about ``seconds``; the result is named
+    ``oracle <name>`` (default :func:`env_label`)."""
     from ppage_jax.oracle.observations import reference_observation
 
     oracle = oracle_for_env(env)
-    cfg = env.config["observations"]
+    spec = env.spec
     rng = np.random.default_rng(0)
 
     def observe(s):
         return reference_observation(
-            cfg["type"],
-            cfg["params"],
+            spec.observation_type,
+            spec.observation_kwargs,
             s.positions,
             s.obstacles,
             s.captured,
             oracle.is_predator,
             oracle.size,
             oracle.speeds,
-            cfg["per_agent"],
+            spec.per_agent_kwargs,
         )
 
     state, steps = oracle.reset(rng), 0
@@ -340,7 +348,7 @@ def bench_oracle(env: GridWorld, seconds: float = 2.0) -> Result:
         observe(state)
         steps += 1
     return Result(
-        f"oracle {env.config.path}",
+        f"oracle {name or env_label(env)}",
         "NumPy, 1 grid",
         1,
         oracle.n_agents,

@@ -1,6 +1,7 @@
-"""argparse ``type=`` validators shared by the subcommands: a bad value is a one-line usage
-error naming the flag, the value and what is allowed, raised while the command line is
-parsed (before any work starts)."""
+"""What the subcommands share: exit statuses, the one-line parser, the config arguments, and
+argparse ``type=`` validators. A bad value is a one-line usage error naming the flag, the
+value and what is allowed, raised while the command line is parsed (before any work
+starts)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,18 @@ from collections.abc import Callable
 from ppage_jax.artifacts import OutputError, check_output_file
 
 INT32_MAX = 2**31 - 1
+
+EXIT_DIVERGED = 1
+EXIT_IO = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line (the flag, the value, what is allowed), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class UsageError(Exception):
@@ -79,3 +92,37 @@ def output_file(text: str) -> str:
     except OutputError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
     return text
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The CONFIG_DIR positional and repeatable ``--set key=value`` overrides."""
+    parser.add_argument(
+        "config",
+        metavar="CONFIG_DIR",
+        nargs=None if required else "?",
+        default=None if required else "configs/default",
+        help="config directory in PPAGE's layout (env.yaml, agents.yaml, ...)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set env.size=12 (value read as YAML)",
+    )
+    parser.add_argument(
+        "--experiment",
+        metavar="FILE",
+        default=None,
+        help="experiment file of CONFIG_DIR, e.g. experiment_dqn.yaml (default: "
+        "experiment.yaml, or the directory's only experiment file)",
+    )
+
+
+def load_cli_config(args: argparse.Namespace):
+    """Load ``args.config`` with the ``--set`` overrides applied."""
+    from ppage_jax.config import load_config, parse_override
+
+    overrides = dict(parse_override(text) for text in args.overrides)
+    return load_config(args.config, overrides, experiment=getattr(args, "experiment", None))

@@ -17,8 +17,13 @@ from ppage_jax.analysis.audit import (
     parse_policy_pairs,
 )
 from ppage_jax.artifacts import write_json
-from ppage_jax.cli.args import output_file, positive_int, seed_number
-from ppage_jax.cli.main import add_config_arguments, load_cli_config
+from ppage_jax.cli.args import (
+    add_config_arguments,
+    load_cli_config,
+    output_file,
+    positive_int,
+    seed_number,
+)
 from ppage_jax.env import make
 
 
@@ -75,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     env = make(config)
     try:
-        report = audit_rewards(env, settings=settings)
+        report = audit_rewards(env, settings=settings, config=config)
     except ValueError as err:
         print(f"audit: {err}", file=sys.stderr)
         return 2

@@ -24,8 +24,9 @@ from ppage_jax.artifacts import prepare_output_dir, write_text
 from ppage_jax.cli.args import nonnegative_int, positive_int, seed_number
 from ppage_jax.config import ConfigError
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
+from ppage_jax.train.kit.roles import ROLES, FrozenPolicy
 from ppage_jax.train.run.evaluate import BASELINE_LABELS
-from ppage_jax.train.run.roles import ROLES, FrozenPolicy, frozen_policy, load_run_config
+from ppage_jax.train.run.experiment import frozen_policy, load_run_config
 
 # Baselines every table holds, per role (names of ppage_jax.policies).
 BASELINES = {"predator": ("random", "chase"), "prey": ("random", "evade")}

@@ -21,6 +21,7 @@ from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.run import report
 from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
 from ppage_jax.train.run.evaluate import evaluate_episodes, rows_for, summarize_rows
+from ppage_jax.viz.run_figures import plot_capture_curves
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +62,7 @@ def run_evaluation(
         tc, policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
     )
     rows = summarize_rows(tc, played, which, cap)
-    curves = report.plot_capture_curves(run_dir, played, rows, cap)
+    curves = plot_capture_curves(run_dir, played, rows, cap)
     if not quiet:
         num_seeds = next(iter(played.values()))["captured"].shape[0]
         print(

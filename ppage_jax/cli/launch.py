@@ -12,7 +12,6 @@ first non-zero one."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import socket
 import subprocess
@@ -126,21 +125,15 @@ def wait(processes: Sequence[subprocess.Popen], poll_s: float = 0.1, grace_s: fl
     return status or next((p.returncode for p in processes if p.returncode), 0)
 
 
-def _subcommand(command: list[str]) -> list[str]:
-    """The program line for a ppage-jax subcommand that runs on several processes."""
-    from ppage_jax.cli.main import COMMANDS
-
+def _subcommand(command: list[str], able: tuple[str, ...]) -> list[str]:
+    """The program line for a ppage-jax subcommand that runs on several processes (``able``:
+    the subcommands that declare ``MULTI_PROCESS``)."""
     if command and command[0] == "--":
         command = command[1:]
-    able = [
-        name
-        for name, (module, _) in COMMANDS.items()
-        if getattr(importlib.import_module(module), "MULTI_PROCESS", False)
-    ]
     if not command or command[0] not in able:
         got = repr(command[0]) if command else "nothing"
         raise UsageError(
-            f"ppage-jax launch: expected a subcommand after --, one of {able}; got {got}"
+            f"ppage-jax launch: expected a subcommand after --, one of {list(able)}; got {got}"
         )
     return [
         sys.executable,
@@ -157,7 +150,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(
             f"ppage-jax launch: --devices-per-process must be >= 1, got {args.devices_per_process}"
         )
-    argv = _subcommand(list(args.command))
+    argv = _subcommand(list(args.command), args._multi_process)
     processes = start(
         args.num_processes, argv, port=args.port, devices_per_process=args.devices_per_process
     )

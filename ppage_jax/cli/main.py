@@ -10,6 +10,13 @@ import argparse
 import importlib
 import sys
 
+from ppage_jax.cli.args import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_IO,
+    OneLineParser,
+    UsageError,
+)
 from ppage_jax.config import ConfigError
 
 # subcommand -> module exposing `add_arguments(parser)` and `main(args) -> int`.
@@ -27,19 +34,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-EXIT_DIVERGED = 1
-EXIT_IO = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors in one line (the flag, the value, what is allowed), exit status 2."""
-
-    def error(self, message: str):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="ppage-jax", description="Vectorized JAX predator-prey gridworld (PPAGE semantics)."
@@ -50,46 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
         sub_parser = sub.add_parser(name, help=help_text, description=command.__doc__)
         command.add_arguments(sub_parser)
         sub_parser.set_defaults(_module=command)
+    multi_process = tuple(
+        name
+        for name, (module, _) in COMMANDS.items()
+        if getattr(importlib.import_module(module), "MULTI_PROCESS", False)
+    )
+    parser.set_defaults(_multi_process=multi_process)  # what `launch` may start
     return parser
-
-
-def add_config_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """The CONFIG_DIR positional and repeatable ``--set key=value`` overrides."""
-    parser.add_argument(
-        "config",
-        metavar="CONFIG_DIR",
-        nargs=None if required else "?",
-        default=None if required else "configs/default",
-        help="config directory in PPAGE's layout (env.yaml, agents.yaml, ...)",
-    )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. --set env.size=12 (value read as YAML)",
-    )
-    parser.add_argument(
-        "--experiment",
-        metavar="FILE",
-        default=None,
-        help="experiment file of CONFIG_DIR, e.g. experiment_dqn.yaml (default: "
-        "experiment.yaml, or the directory's only experiment file)",
-    )
-
-
-def load_cli_config(args: argparse.Namespace):
-    """Load ``args.config`` with the ``--set`` overrides applied."""
-    from ppage_jax.config import load_config, parse_override
-
-    overrides = dict(parse_override(text) for text in args.overrides)
-    return load_config(args.config, overrides, experiment=getattr(args, "experiment", None))
 
 
 def main(argv: list[str] | None = None) -> int:
     from ppage_jax.artifacts import OutputError
-    from ppage_jax.cli.args import UsageError
 
     args = build_parser().parse_args(argv)
     try:

@@ -13,8 +13,14 @@ from pathlib import Path
 import jax
 
 from ppage_jax.artifacts import check_output_file, prepare_output_dir
-from ppage_jax.cli.args import float_in, int_at_least, positive_int, seed_number
-from ppage_jax.cli.main import add_config_arguments, load_cli_config
+from ppage_jax.cli.args import (
+    add_config_arguments,
+    float_in,
+    int_at_least,
+    load_cli_config,
+    positive_int,
+    seed_number,
+)
 from ppage_jax.env import make
 from ppage_jax.viz.frames import DEFAULT_CELL_PX, render_episode, write_gif
 from ppage_jax.viz.inspector import write_episode_html
@@ -124,6 +130,6 @@ def main(args: argparse.Namespace) -> int:
 
 def run_policy(config, env, run_dir: Path):
     """The greedy policy of a trained run: (policy(key, obs, state) -> int32[A], description)."""
-    from ppage_jax.viz.run_gif import load_run_policy
+    from ppage_jax.train.run.policy import load_run_policy
 
     return load_run_policy(config, run_dir, env=env), f"trained policy of {run_dir}"

@@ -33,11 +33,11 @@ from ppage_jax.artifacts import (
     prepare_output_dir,
     remove_partial_files,
 )
+from ppage_jax.cli.args import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_arguments, load_cli_config
 from ppage_jax.cli.evaluate import run_evaluation
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
-from ppage_jax.cli.main import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_arguments, load_cli_config
 from ppage_jax.config import Config, ConfigError, load_config
-from ppage_jax.tracking.base import add_logger_argument
+from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.tracking.training import TrainingRecorder
 from ppage_jax.train import make_train_config
 from ppage_jax.train.run import report
@@ -45,9 +45,11 @@ from ppage_jax.train.run.checkpoint import CheckpointError, TrainingCheckpoints,
 from ppage_jax.train.run.curriculum import config_curriculum
 from ppage_jax.train.run.divergence import DivergenceError
 from ppage_jax.train.run.monitor import monitor_table
+from ppage_jax.train.run.policy import trained_policy
 from ppage_jax.train.run.runner import run_training
 from ppage_jax.viz.inspector import write_run_html
-from ppage_jax.viz.run_gif import write_run_gif
+from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
+from ppage_jax.viz.run_gif import GIF_FILE, write_run_gif
 
 MULTI_PROCESS = True
 
@@ -342,9 +344,18 @@ def finish(
     evaluation = run_evaluation(run_dir, config, tc, result.policies, params)
     if interrupted():
         return EXIT_INTERRUPTED
-    report.plot_learning_curves(run_dir, tc, result.metrics, evaluation["rows"].get("random"))
-    write_run_gif(run_dir, tc, result.policies, params, seed=ev["seed"])  # episode.gif
-    write_run_html(run_dir, tc, result.policies, params, seed=ev["seed"])  # episode.html
+    # the figures are drawn from what the run saved: metrics.csv and the evaluation
+    plot_learning_curves(
+        run_dir,
+        read_metrics(run_dir / report.METRICS_FILE),
+        tc.algorithm,
+        evaluation["rows"].get("random"),
+    )
+    policy = trained_policy(tc, result.policies, params)  # seed 0, greedy
+    write_run_gif(run_dir, tc.env, policy, params, seed=ev["seed"])  # episode.gif
+    write_run_html(
+        run_dir, tc.env, policy, params, seed=ev["seed"], label=f"greedy {tc.algorithm}"
+    )  # episode.html
     if interrupted():
         return EXIT_INTERRUPTED
     report.write_summary(
@@ -367,7 +378,7 @@ def finish(
             "monitor": recorder.monitor.summary(),
         },
     )
-    recorder.finish(evaluation, run_dir / "episode.gif")
+    recorder.finish(evaluation, run_dir / GIF_FILE)
     print("\n" + monitor_table(recorder.monitor.summary(), exp["num_seeds"]))
     spent = recorder.seconds()
     print(

@@ -20,7 +20,7 @@ from ppage_jax.analysis.search.spec import load_search
 from ppage_jax.analysis.search.strategies import STRATEGIES
 from ppage_jax.artifacts import DirectoryLock, prepare_output_dir
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
-from ppage_jax.tracking.base import add_logger_argument
+from ppage_jax.tracking.loggers import add_logger_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,11 +24,10 @@ from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
-from ppage_jax.cli.args import positive_int
+from ppage_jax.cli.args import EXIT_BAD_INPUT, positive_int
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
-from ppage_jax.cli.main import EXIT_BAD_INPUT
 from ppage_jax.config import parse_override
-from ppage_jax.tracking.base import add_logger_argument
+from ppage_jax.tracking.loggers import add_logger_argument
 
 MULTI_PROCESS = True
 

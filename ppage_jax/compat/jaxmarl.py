@@ -43,7 +43,7 @@ import jax.numpy as jnp
 
 from ppage_jax.compat.bounds import observation_bounds
 from ppage_jax.compat.jax_spaces import Box, Discrete, space_classes
-from ppage_jax.compat.spec import ConfigLike, grid_world, resolve_config
+from ppage_jax.compat.spec import ConfigLike, grid_world, resolve
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams, State
 from ppage_jax.wrappers import AutoResetEnv
@@ -54,11 +54,12 @@ __all__ = ["Box", "Discrete", "JaxMARLEnv"]
 class JaxMARLEnv:
     """JaxMARL ``MultiAgentEnv`` API over a :class:`GridWorld` with fixed :class:`EnvParams`.
 
-    ``config`` may be a GridWorld, a Config, a config path or shipped name, or None (the
-    defaults). Config overrides come as ``overrides={"env.size": 8}`` and/or as keyword
-    arguments (``env={"size": 8}``, ``**{"env.size": 8}``), as a hydra ``ENV_KWARGS`` passes
-    them. ``params`` defaults to ``env.default_params`` (for sweeps over params use the
-    native, stacked API). ``spaces`` picks the space classes (see ``space_classes``).
+    ``config`` may be a GridWorld, an EnvSpec, a Config, a config path or shipped name, or
+    None (the defaults). Config overrides (for a config, not a GridWorld or EnvSpec) come as
+    ``overrides={"env.size": 8}`` and/or as keyword arguments (``env={"size": 8}``,
+    ``**{"env.size": 8}``), as a hydra ``ENV_KWARGS`` passes them. ``params`` defaults to
+    ``env.default_params`` (for sweeps over params use the native, stacked API). ``spaces``
+    picks the space classes (see ``space_classes``).
     """
 
     def __init__(
@@ -78,7 +79,8 @@ class JaxMARLEnv:
         if isinstance(config, GridWorld) and not overrides:
             self.env = config
         else:
-            self.env = grid_world(resolve_config(config, overrides))
+            resolved, spec = resolve(config, overrides)
+            self.env = grid_world(spec, resolved)
         self.final_obs, self.world_state, self.action_masks = final_obs, world_state, action_masks
         self.params = self.env.default_params if params is None else params
         self._auto = AutoResetEnv(self.env)
@@ -90,7 +92,7 @@ class JaxMARLEnv:
             "prey": [a for a in self.agents if not predator[a]],
         }
         discrete, box = space_classes(spaces)
-        low, high = observation_bounds(self.env.config, self.env.layout, self.env.observation_size)
+        low, high = observation_bounds(self.env)
         obs_space = box(low, high, (self.env.observation_size,))
         self.observation_spaces = {a: obs_space for a in self.agents}
         self.action_spaces = {a: discrete(self.env.num_actions) for a in self.agents}

@@ -27,7 +27,8 @@ ones of the builder; ``state()`` is the global state, inside ``state_space``.
 Construction creates no JAX array (the grid is built on the first ``reset``), so a process
 may build adapters and then fork vector-env workers (SuperSuit's ``concat_vec_envs_v1``,
 AgileRL's async vector envs) under the default ``fork`` start method. Passing a built
-``GridWorld`` instead of a config gives up that guarantee (building it starts JAX).
+``GridWorld`` instead of a config gives up that guarantee (building it starts JAX); an
+``EnvSpec`` keeps it.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from ppage_jax.compat.bounds import global_state_bounds, observation_bounds
-from ppage_jax.compat.spec import ConfigLike, env_spec, grid_world, resolve_config
+from ppage_jax.compat.spec import ConfigLike, facts_of, grid_facts, grid_world, resolve
 from ppage_jax.compat.window import Window
+from ppage_jax.defaults import defaults
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams, State
 from ppage_jax.viz.frames import DEFAULT_CELL_PX, render
@@ -58,11 +60,14 @@ RENDER_MODES = ("human", "rgb_array")
 class PettingZooEnv(ParallelEnv):
     """PettingZoo Parallel API over a grid.
 
-    ``config`` is a config path or shipped name, a Config, None (the defaults) or a built
-    GridWorld. Config overrides come as ``overrides={"env.size": 8}`` and/or keyword
-    arguments (``env={"size": 8}``); ``max_cycles`` sets ``env.termination.max_steps``.
-    ``render_mode`` is ``"rgb_array"`` (``render()`` returns frames), ``"human"`` (a pygame
-    window, drawn on every reset and step) or None (the config's ``env.render_mode``).
+    ``config`` is a config path or shipped name, a Config, None (the defaults), an EnvSpec or
+    a built GridWorld (``config`` is then None and ``seed``, ``render_mode`` and the window
+    size default to the package defaults). Config overrides come as
+    ``overrides={"env.size": 8}`` and/or keyword arguments (``env={"size": 8}``), for a
+    config only; ``max_cycles`` sets ``env.termination.max_steps`` (the spec's
+    ``max_steps``). ``spec`` is the grid's EnvSpec. ``render_mode`` is ``"rgb_array"``
+    (``render()`` returns frames), ``"human"`` (a pygame window, drawn on every reset and
+    step) or None (the config's ``env.render_mode``).
     ``action_masks=True`` adds ``info["action_mask"]`` (PPAGE itself does not mask).
     """
 
@@ -88,13 +93,13 @@ class PettingZooEnv(ParallelEnv):
         **config_overrides: Any,
     ):
         overrides = {**(overrides or {}), **config_overrides}
+        self.config, self.spec = resolve(config, overrides, max_steps=max_cycles)
         self._grid: GridWorld | None = None
-        if isinstance(config, GridWorld) and not overrides and max_cycles is None:
+        if isinstance(config, GridWorld) and max_cycles is None:
             self._grid = config
-        self.config = resolve_config(config, overrides, max_steps=max_cycles)
-        spec = env_spec(self._grid if self._grid is not None else self.config)
+        spec = facts_of(self._grid) if self._grid else grid_facts(self.spec, self.config)
         if render_mode is None:
-            render_mode = self.config["env"]["render_mode"]
+            render_mode = self._setting("render_mode")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(
                 f"render_mode = {render_mode!r}: must be one of {list(RENDER_MODES)} or None"
@@ -108,7 +113,7 @@ class PettingZooEnv(ParallelEnv):
         self.reward_terms = spec.reward_terms
         self.noop_action, self.num_actions = spec.noop_action, spec.num_actions
         if seed is None:
-            seed = self.config["env"]["seed"]
+            seed = self._setting("seed")
         self._seed = 0 if seed is None else int(seed)
         self._params = params
         self._key: jax.Array | None = None
@@ -117,7 +122,7 @@ class PettingZooEnv(ParallelEnv):
         self.possible_agents = list(spec.agent_names)
         self.agents: list[str] = []
         self._index = {name: i for i, name in enumerate(self.possible_agents)}
-        low, high = observation_bounds(self.config, spec.layout, spec.observation_size)
+        low, high = observation_bounds(spec)
         obs_space = gymnasium.spaces.Box(low, high, (spec.observation_size,), np.float32)
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {
@@ -131,8 +136,15 @@ class PettingZooEnv(ParallelEnv):
     def env(self) -> GridWorld:
         """The GridWorld (built on first use, in the process that uses it)."""
         if self._grid is None:
-            self._grid = grid_world(self.config)
+            self._grid = grid_world(self.spec, self.config)
         return self._grid
+
+    def _setting(self, key: str) -> Any:
+        """A PPAGE key of the env section outside the spec (``render_mode``, ``seed``,
+        ``window_size``): the config's, else (built from a GridWorld or EnvSpec) the package
+        default."""
+        env = defaults()["env"] if self.config is None else self.config["env"]
+        return env[key]
 
     @property
     def params(self) -> EnvParams:
@@ -272,7 +284,7 @@ class PettingZooEnv(ParallelEnv):
         if self._window is None:
             self._window = Window(
                 self.metadata["name"],
-                self.config["env"]["window_size"],
+                self._setting("window_size"),
                 self.metadata["render_fps"],
             )
         self._window.show(frame)

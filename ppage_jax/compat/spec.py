@@ -1,5 +1,6 @@
-"""What the adapters need to know before the first step: the config (with keyword overrides),
-and an :class:`EnvSpec` of static facts read without initialising a JAX backend.
+"""What the adapters need to know before the first step: the config they were given (with
+keyword overrides) and its :class:`EnvSpec`, and the :class:`GridFacts` of that spec, read
+without initialising a JAX backend.
 
 Building a :class:`~ppage_jax.env.GridWorld` creates device arrays (its default params), which
 starts JAX's thread pools; a process that does so and then forks (SuperSuit's or AgileRL's
@@ -18,21 +19,27 @@ import jax
 import numpy as np
 
 from ppage_jax.config import Config, load_config
-from ppage_jax.env import GridWorld
+from ppage_jax.config.env_spec import EnvSpec, env_spec
+from ppage_jax.env import GridWorld, make
+from ppage_jax.observations import ObservationBuilder
 from ppage_jax.state import Layout
 
-ConfigLike = GridWorld | Config | str | None
+# What an adapter is built from: a built grid or a spec (used as they are), or a Config, a
+# config path or shipped name, or None (the package defaults).
+ConfigLike = GridWorld | EnvSpec | Config | str | None
 
-_GRIDS: dict[str, GridWorld] = {}
+_GRIDS: dict[EnvSpec, GridWorld] = {}
 _MAX_CACHED_GRIDS = 16
 
 
 @dataclasses.dataclass(frozen=True)
-class EnvSpec:
-    """Static facts of one config: names, roles, sizes (no arrays on a device)."""
+class GridFacts:
+    """Static facts of the GridWorld of a spec: names, roles, sizes, the observation builder
+    (for its bounds; built abstractly, never called) and no array on a device."""
 
-    config: Config
+    spec: EnvSpec
     layout: Layout
+    observation: ObservationBuilder
     num_actions: int
     noop_action: int
     observation_size: int
@@ -62,34 +69,57 @@ def plain(value: Any) -> Any:
     return value
 
 
-def resolve_config(
+def resolve(
     config: ConfigLike, overrides: Mapping[str, Any] | None = None, max_steps: int | None = None
-) -> Config:
-    """A validated Config from a GridWorld, Config, config path/name or None (defaults).
+) -> tuple[Config | None, EnvSpec]:
+    """``(config, spec)``: the validated Config an adapter is built from (None for a GridWorld
+    or an EnvSpec, which carry none) and the EnvSpec of its grid.
 
     ``overrides`` maps dotted keys (``"env.size"``) or section names (``"env": {...}``) to
-    values, as ``load_config`` takes them; ``max_steps`` sets ``env.termination.max_steps``.
+    values, as ``load_config`` takes them; they apply to a config only (a GridWorld or
+    EnvSpec is changed through its fields: ``GridWorld(env.spec, size=8)``). ``max_steps``
+    sets ``env.termination.max_steps`` (the spec's ``max_steps``).
     """
     overrides = plain(dict(overrides or {}))
+    if isinstance(config, GridWorld | EnvSpec):
+        if overrides:
+            raise ValueError(
+                f"config overrides {sorted(overrides)} need a config (a name, path or "
+                f"Config); a {type(config).__name__} is changed through its spec fields, "
+                "e.g. GridWorld(env.spec, size=8)"
+            )
+        spec = config.spec if isinstance(config, GridWorld) else config
+        return None, spec if max_steps is None else spec.replace(max_steps=max_steps)
     if max_steps is not None:
         overrides["env.termination.max_steps"] = max_steps
-    if isinstance(config, GridWorld):
-        config = config.config
     if isinstance(config, Config):
-        return config.with_overrides(overrides) if overrides else config
-    return load_config(config, overrides)
+        config = config.with_overrides(overrides) if overrides else config
+    else:
+        config = load_config(config, overrides)
+    return config, env_spec(config)
 
 
-def env_spec(env: GridWorld | Config) -> EnvSpec:
-    """The static facts of a GridWorld, or of the GridWorld a Config builds (built abstractly:
-    no device array is created, so no JAX backend starts)."""
-    if not isinstance(env, GridWorld):
-        built: list[GridWorld] = []
-        jax.eval_shape(lambda: built.append(GridWorld(env)) or ())
-        env = built[0]
-    return EnvSpec(
-        config=env.config,
+def _build(spec: EnvSpec, config: Config | None) -> GridWorld:
+    """The GridWorld of ``spec`` (through ``make`` when its config is known, so that a value
+    the env refuses names the config key)."""
+    return make(config) if config is not None else GridWorld(spec)
+
+
+def grid_facts(spec: EnvSpec, config: Config | None = None) -> GridFacts:
+    """The static facts of the GridWorld of ``spec`` (built abstractly: no device array is
+    created, so no JAX backend starts). ``config``: the Config ``spec`` was translated from,
+    if any."""
+    built: list[GridWorld] = []
+    jax.eval_shape(lambda: built.append(_build(spec, config)) or ())
+    return facts_of(built[0])
+
+
+def facts_of(env: GridWorld) -> GridFacts:
+    """The static facts of a built GridWorld."""
+    return GridFacts(
+        spec=env.spec,
         layout=env.layout,
+        observation=env.observation,
         num_actions=env.num_actions,
         noop_action=env.noop_action,
         observation_size=env.observation_size,
@@ -99,12 +129,11 @@ def env_spec(env: GridWorld | Config) -> EnvSpec:
     )
 
 
-def grid_world(config: Config) -> GridWorld:
-    """The GridWorld of a config, shared by every adapter over an equal config (so jitted
-    functions compile once per config, not once per adapter)."""
-    key = config.hash()
-    if key not in _GRIDS:
+def grid_world(spec: EnvSpec, config: Config | None = None) -> GridWorld:
+    """The GridWorld of a spec, shared by every adapter over an equal spec (so jitted
+    functions compile once per spec, not once per adapter)."""
+    if spec not in _GRIDS:
         if len(_GRIDS) >= _MAX_CACHED_GRIDS:
             _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = GridWorld(config)
-    return _GRIDS[key]
+        _GRIDS[spec] = _build(spec, config)
+    return _GRIDS[spec]

@@ -19,10 +19,6 @@ class Window:
         self._screen = None
         self._clock = None
 
-    @property
-    def is_open(self) -> bool:
-        return self._screen is not None
-
     def show(self, frame: np.ndarray) -> None:
         """Draw one uint8[H, W, 3] frame, handle window events, and keep ``fps``."""
         pygame = _pygame()

@@ -1,12 +1,12 @@
 """The ``experiment`` section of a config: its schema, defaults and strict validator.
 
-Registered with the config loader through :func:`ppage_jax.config.register_section`, so that
-``load_config`` validates ``experiment.*`` strictly. Form (PPAGE's ``algorithm: {name,
+The config package registers it beside the core sections, so that ``load_config`` validates
+``experiment.*`` strictly without importing a learner. Form (PPAGE's ``algorithm: {name,
 params}`` plus the vectorised-run keys)::
 
     experiment:
       algorithm:
-        name: ippo            # see ppage_jax.train.registry.ALGORITHMS
+        name: ippo            # see ppage_jax.config.algorithms.ALGORITHM_PARAMS
         params: {...}         # the algorithm's hyperparameters (ppage_jax.config.hyperparams);
                               # missing ones get defaults
       seed: 42                # training seed i of num_seeds uses PRNGKey(seed + i)
@@ -20,8 +20,8 @@ params}`` plus the vectorised-run keys)::
       eval: {episodes: 1000, seed: 1000000, max_steps: null}
       output_dir: runs
       checkpoint_every: null  # updates between training checkpoints (null: 5 per run)
-      curriculum: {}          # schedules of EnvParams leaves over env steps (train.curriculum)
-      monitor: {enabled: true, window: 20, ...}   # reward-hacking monitor (train.monitor)
+      curriculum: {}          # schedules over env steps (ppage_jax.config.curriculum)
+      monitor: {enabled: true, window: 20, ...}   # reward-hacking monitor of a run
 """
 
 from __future__ import annotations
@@ -30,19 +30,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config import Field, int_at_least, register_section
+from ppage_jax.config.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.curriculum import validate_curriculum
+from ppage_jax.config.fields import Field, int_at_least
 from ppage_jax.config.hyperparams import checks, defaults, from_params
-from ppage_jax.train.registry import ALGORITHMS, hyperparams_class
-from ppage_jax.train.run.curriculum import validate_curriculum
-from ppage_jax.train.run.roles import (
+from ppage_jax.config.roles import (
+    BASELINES,
     FROZEN_DEFAULTS,
     LEARN,
     ROLE_KEYS,
-    ROLES,
     RUN_CHECKPOINT,
     RUN_CONFIG,
-    baseline_policies,
 )
+from ppage_jax.types import ROLES
 
 # A role's setting: "learn", a baseline name, or {policy: RUN_DIR, seed: 0, greedy: false}.
 ROLE_SETTING = Field(
@@ -69,7 +69,7 @@ EXPERIMENT_SCHEMA: dict = {
     "checkpoint_every": int_at_least(
         1, nullable=True, extra="; null writes about five checkpoints per run"
     ),
-    "curriculum": Field(dict, nullable=True),  # checked by train.curriculum
+    "curriculum": Field(dict, nullable=True),  # checked by validate_curriculum
     "monitor": {
         "enabled": Field(bool),
         "window": int_at_least(4),
@@ -121,9 +121,13 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
     """Check ``experiment.*`` and fill the algorithm's default hyperparameters in place."""
     exp = data["experiment"]
     name = exp["algorithm"]["name"]
-    if name not in ALGORITHMS:
-        fail("experiment.algorithm.name", name, f"unknown algorithm; known: {sorted(ALGORITHMS)}")
-    declared = hyperparams_class(name)
+    if name not in ALGORITHM_PARAMS:
+        fail(
+            "experiment.algorithm.name",
+            name,
+            f"unknown algorithm; known: {sorted(ALGORITHM_PARAMS)}",
+        )
+    declared = ALGORITHM_PARAMS[name]
     rules = checks(declared)
     given = exp["algorithm"]["params"]
     resolved = defaults(declared)
@@ -144,7 +148,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
                 )
         elif key not in rules:
             hint = f"; {MOVED_KEYS[key]}" if key in MOVED_KEYS else ""
-            owners = [a for a in ALGORITHMS if a != name and key in checks(hyperparams_class(a))]
+            owners = [a for a, cls in ALGORITHM_PARAMS.items() if a != name and key in checks(cls)]
             if owners and not hint:
                 hint = (
                     f"; it belongs to {owners} (to switch algorithm, replace the whole "
@@ -191,7 +195,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
         if isinstance(value, dict):
             exp["roles"][key] = _frozen_setting(value, f"experiment.roles.{key}", fail)
             continue
-        baselines = sorted(baseline_policies(role))
+        baselines = sorted(BASELINES[role])
         if value != LEARN and value not in baselines:
             fail(
                 f"experiment.roles.{key}",
@@ -245,6 +249,3 @@ def _frozen_setting(value: dict, dotted: str, fail: Callable[..., None]) -> dict
             f"must be a run directory written by ppage-jax run (it lacks {missing})",
         )
     return setting
-
-
-register_section("experiment", EXPERIMENT_SCHEMA, EXPERIMENT_DEFAULTS, validate_experiment)

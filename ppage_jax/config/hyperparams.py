@@ -2,8 +2,10 @@
 
 A declaration is a frozen dataclass whose fields are made with :func:`param`. The config
 validator (:mod:`ppage_jax.config.experiment`) reads the checks and defaults from it, the learner
-reads its values (``tc.hp``), and :func:`markdown_table` writes the documentation from it.
-This module imports no learner (no flax, no optax): loading a config stays light.
+reads its values (``tc.hp``), and :func:`ppage_jax.config.algorithms.markdown_table` writes the
+documentation from it. Each algorithm's declaration is listed by name in
+:data:`ppage_jax.config.algorithms.ALGORITHM_PARAMS`. This module imports no learner (no flax,
+no optax): loading a config stays light.
 
 Shared bases: :class:`Hyperparams` (``num_steps``, every algorithm), :class:`LearnerHyperparams`
 (``gamma``), :class:`NetworkHyperparams` (the network learners' ``learning_rate``,
@@ -15,12 +17,12 @@ documentation; :meth:`Hyperparams.check` holds its cross-key rules.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config import UNIT_INTERVAL, Field, positive
+from ppage_jax.config import schema
+from ppage_jax.config.fields import UNIT_INTERVAL, Field, positive
 
 # fail(dotted_key, value, allowed) raises a ConfigError naming the file the key came from.
 Fail = Callable[..., None]
@@ -29,8 +31,8 @@ Fail = Callable[..., None]
 def param(default: Any, check: Field, doc: str, traced: bool = False) -> Any:
     """A hyperparameter field: its ``default`` (a list is stored as a tuple), the
     :class:`~ppage_jax.config.Field` its configured value must pass, and a one-line ``doc``.
-    ``traced``: a float the learner reads as a traced value (:mod:`ppage_jax.train.kit.traced`),
-    so it may change between runs of one compiled program (sweep arms, curricula)."""
+    ``traced``: a float the learner reads as a traced value, so it may change between runs
+    of one compiled program (sweep arms, curricula)."""
     if isinstance(default, list):
         default = tuple(default)
     return dataclasses.field(
@@ -125,24 +127,18 @@ class RandomHyperparams(Hyperparams):
     as a trained run)."""
 
 
-# The encoders a network may put in front of its MLP layers (ppage_jax.train.kit.encoders).
+# The encoders a network may put in front of its MLP layers.
 NETWORKS = ("mlp", "cnn", "set")
-# Observations made of fixed slots (the set encoder reads them), and spatial ones (cnn).
-SLOT_BUILDERS = ("local_radius", "absolute", "relative")
-SPATIAL_BUILDERS = ("grid",)
 
 
-def network_error(network: str, builder: str, spatial: bool) -> str | None:
-    """Why encoder ``network`` cannot read observation ``builder`` (None when it can)."""
-    if network == "cnn" and not spatial:
-        return (
-            f"cnn needs a spatial observation ({list(SPATIAL_BUILDERS)}); the observation "
-            f"is {builder!r}"
-        )
-    if network == "set" and builder not in SLOT_BUILDERS:
-        return (
-            f"set needs a slot observation ({list(SLOT_BUILDERS)}); the observation is {builder!r}"
-        )
+def network_error(network: str, builder: str) -> str | None:
+    """Why encoder ``network`` cannot read observation ``builder`` (None when it can), from
+    how the builder's registration says it is read (``reads_as``)."""
+    reads_as = schema.OBSERVATION_READINGS.get(builder, "flat")
+    if network == "cnn" and reads_as != "spatial":
+        return f"cnn needs a spatial observation; the observation {builder!r} is {reads_as}"
+    if network == "set" and reads_as != "slots":
+        return f"set needs a slot observation; the observation {builder!r} is {reads_as}"
     return None
 
 
@@ -156,8 +152,8 @@ class EncoderHyperparams(NetworkHyperparams):
             str,
             True,
             lambda v: v in NETWORKS,
-            f"one of {list(NETWORKS)}; null: cnn for grid, set for "
-            f"{list(SLOT_BUILDERS)}, mlp otherwise",
+            f"one of {list(NETWORKS)}; null: cnn for a spatial observation (grid), set for a "
+            f"slot observation (local_radius, absolute, relative), mlp otherwise",
         ),
         "encoder before the MLP layers: none (mlp), a conv torso over the grid view (cnn), "
         "or the slots summed into an egocentric window, then the conv torso (set)",
@@ -171,7 +167,7 @@ class EncoderHyperparams(NetworkHyperparams):
     def check(self, data: dict, fail: Fail) -> None:
         builder = data["observations"]["type"]
         if self.network is not None:
-            error = network_error(self.network, builder, builder in SPATIAL_BUILDERS)
+            error = network_error(self.network, builder)
             if error is not None:
                 fail("experiment.algorithm.params.network", self.network, error)
 
@@ -404,6 +400,25 @@ def from_params(cls: type[Hyperparams], params: dict) -> Hyperparams:
     )
 
 
+def traced_names(cls: type[Hyperparams]) -> tuple[str, ...]:
+    """The traced hyperparameters of declaration ``cls``, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("traced", False))
+
+
+def check_value(cls: type[Hyperparams], name: str, value: object, algorithm: str) -> float:
+    """``value`` for traced hyperparameter ``name`` of ``cls``, validated (a numeric string
+    such as YAML's ``3e-4`` is read as a number); ValueError with a one-line reason."""
+    allowed = traced_names(cls)
+    if name not in allowed:
+        raise ValueError(f"is not a traced hyperparameter of {algorithm}; traced: {list(allowed)}")
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    return float(checks(cls)[name].validate(value))
+
+
 def undeclared_fields(cls: type) -> list[str]:
     """Fields of ``cls`` not made with :func:`param` (no check or doc)."""
     return [
@@ -411,56 +426,3 @@ def undeclared_fields(cls: type) -> list[str]:
         for f in dataclasses.fields(cls)
         if "check" not in f.metadata or "doc" not in f.metadata
     ]
-
-
-def markdown_table(algorithms: dict[str, type[Hyperparams]] | None = None) -> str:
-    """The documentation of every algorithm's hyperparameters: a heading, the description
-    and a ``key | default | allowed | traced | meaning`` table per algorithm (default: every
-    registered one, in registry order; ``traced``: the key may vary between the runs of one
-    compiled program, :mod:`ppage_jax.train.kit.traced`)."""
-    if algorithms is None:
-        from ppage_jax.train.registry import ALGORITHMS
-
-        algorithms = {name: spec.hyperparams for name, spec in ALGORITHMS.items()}
-    out = []
-    for name, cls in algorithms.items():
-        summary = " ".join((cls.__doc__ or "").split("\n\n")[0].split()).replace("``", "`")
-        out += [
-            f"#### `{name}`",
-            "",
-            summary,
-            "",
-            "| key | default | allowed | traced | meaning |",
-            "|---|---|---|---|---|",
-        ]
-        for f in dataclasses.fields(cls):
-            allowed = f.metadata["check"].describe().removeprefix("must be ")
-            default = json.dumps(list(f.default) if isinstance(f.default, tuple) else f.default)
-            traced = "yes" if f.metadata.get("traced", False) else ""
-            out.append(f"| `{f.name}` | `{default}` | {allowed} | {traced} | {f.metadata['doc']} |")
-        out.append("")
-    return "\n".join(out).rstrip("\n") + "\n"
-
-
-# The block of a markdown page that markdown_table() fills (docs/training.md).
-TABLES_START = "<!-- generated by ppage_jax.config.hyperparams.markdown_table() -->"
-TABLES_END = "<!-- end of the generated tables -->"
-
-
-def with_tables(page: str) -> str:
-    """``page`` (markdown holding the ``TABLES_START`` and ``TABLES_END`` markers) with the
-    text between them replaced by :func:`markdown_table`."""
-    if TABLES_START not in page or TABLES_END not in page:
-        raise ValueError(f"the page has no {TABLES_START!r} ... {TABLES_END!r} block")
-    head, rest = page.split(TABLES_START, 1)
-    tail = rest.split(TABLES_END, 1)[1]
-    return f"{head}{TABLES_START}\n\n{markdown_table()}\n{TABLES_END}{tail}"
-
-
-if __name__ == "__main__":  # python -m ppage_jax.config.hyperparams docs/training.md
-    import sys
-    from pathlib import Path
-
-    for name in sys.argv[1:]:
-        path = Path(name)
-        path.write_text(with_tables(path.read_text()))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config import Field, positive
+from ppage_jax.config.fields import Field, positive
 from ppage_jax.config.hyperparams import (
     EpsilonGreedyHyperparams,
     Fail,
@@ -23,7 +23,7 @@ from ppage_jax.config.hyperparams import (
     param,
     redefault,
 )
-from ppage_jax.train.run.roles import LEARN, ROLE_KEYS
+from ppage_jax.config.roles import LEARN, ROLE_KEYS
 
 NON_NEGATIVE = Field(float, False, lambda v: v >= 0, ">= 0")
 DECAY = Field(float, False, lambda v: 0 < v < 1, "in (0, 1)")

@@ -28,7 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.config import ConfigError, short_repr
+from ppage_jax.config.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.fields import ConfigError, short_repr
+from ppage_jax.config.safe_yaml import read_yaml_file
+from ppage_jax.config.schema import CORE_SCHEMA, REWARD_TERMS
+from ppage_jax.config.shipped import resolve_config_path
 from ppage_jax.defaults import SECTIONS
 
 EXPERIMENT_FILE = "experiment.yaml"
@@ -142,12 +146,10 @@ def choose_experiment(directory: Path, experiment: str | None) -> Path | None:
 def translate(path: str | Path, experiment: str | None = None) -> Translation:
     """:func:`read_directory` of a config directory (a path or a shipped config's name), with
     the config loader's YAML reader."""
-    from ppage_jax.config import _load_yaml, resolve_config_path
-
     directory = resolve_config_path(path)
     if not directory.is_dir():
         raise ConfigError(str(path), "<path>", str(path), "must be a config directory")
-    return read_directory(directory, experiment, _load_yaml)
+    return read_directory(directory, experiment, read_yaml_file)
 
 
 def read_directory(directory: Path, experiment: str | None, load: Loader) -> Translation:
@@ -266,8 +268,6 @@ def _drop(body: dict, key: str, dotted: str, report: _Report, why: str) -> None:
 
 
 def _env(body: dict, report: _Report) -> None:
-    from ppage_jax.config import CORE_SCHEMA
-
     if not report.out.ppage:
         return
     for key in ("render_mode", "window_size"):
@@ -363,13 +363,10 @@ def _rewards(body: dict, report: _Report) -> None:
 
 
 def _own_agents(term: Any) -> str | None:
-    """The agents a reward term's formula rewards (its registered applies_to), or None."""
-    from ppage_jax.rewards.registry import get_term
-
-    try:
-        return get_term(term).applies_to if isinstance(term, str) else None
-    except KeyError:
-        return None  # the strict validator names the unknown term
+    """The agents a reward term's formula rewards (its registered applies_to), or None (the
+    strict validator names an unknown term)."""
+    declared = REWARD_TERMS.get(term) if isinstance(term, str) else None
+    return None if declared is None else declared.applies_to
 
 
 def _actions(body: dict, report: _Report) -> None:
@@ -382,16 +379,13 @@ def _experiment(body: dict, report: _Report) -> None:
     name = algorithm.get("name") if isinstance(algorithm, dict) else None
     if params is None:
         return
-    if report.out.ppage and name in PPAGE_ALGORITHMS:
-        from ppage_jax.train.registry import ALGORITHMS
-
-        if name not in ALGORITHMS:
-            report.fail(
-                "experiment.algorithm.name",
-                name,
-                f"PPAGE's {name!r} is not available in this version of ppage-jax; "
-                f"available: {sorted(ALGORITHMS)}",
-            )
+    if report.out.ppage and name in PPAGE_ALGORITHMS and name not in ALGORITHM_PARAMS:
+        report.fail(
+            "experiment.algorithm.name",
+            name,
+            f"PPAGE's {name!r} is not available in this version of ppage-jax; "
+            f"available: {sorted(ALGORITHM_PARAMS)}",
+        )
     for key in [k for k in params if k in PARAM_NOTICES]:
         _drop(params, key, f"experiment.algorithm.params.{key}", report, PARAM_NOTICES[key])
     if (

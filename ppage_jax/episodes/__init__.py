@@ -12,7 +12,6 @@ from ppage_jax.episodes.play import (
     with_step_limit,
 )
 from ppage_jax.episodes.stats import (
-    FINISHED_KEYS,
     RETURN_FIELDS,
     EpisodeStats,
     episode_stats_init,
@@ -23,7 +22,6 @@ from ppage_jax.episodes.summary import rollout_summary, summarize_episodes
 
 __all__ = [
     "EPISODE_FIELDS",
-    "FINISHED_KEYS",
     "RETURN_FIELDS",
     "EpisodeStats",
     "Turn",

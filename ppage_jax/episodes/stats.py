@@ -34,7 +34,6 @@ from ppage_jax.env import GridWorld
 from ppage_jax.types import pytree_dataclass
 
 RETURN_FIELDS = ("returns", "discounted_returns", "unit_returns", "unit_discounted_returns")
-FINISHED_KEYS = ("done",) + RETURN_FIELDS + ("length", "captures", "terminated", "truncated")
 
 
 @pytree_dataclass

@@ -24,9 +24,8 @@ from ppage_jax.policies import Policy
 from ppage_jax.sharding import batch_sharding, make_mesh, replicate, to_host
 from ppage_jax.state import EnvParams
 from ppage_jax.stats.survival import BOOTSTRAP_REPS, survival_summary
+from ppage_jax.types import ROLES
 from ppage_jax.wrappers import BatchedAutoResetEnv
-
-ROLES = ("predator", "prey")
 
 
 def _flat(episodes: Mapping[str, Any], key: str, tail: tuple[int, ...] = ()) -> np.ndarray:

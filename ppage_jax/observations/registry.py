@@ -4,7 +4,10 @@ validator of ``observations.yaml``.
 A builder is registered as ``factory(layout, **params) -> ObservationBuilder``; its keyword
 arguments are the YAML ``observations.params`` and their defaults are the defaults. The
 built ``build(state, params)`` is pure array code (jit/vmap safe) returning the same number
-of features for every agent.
+of features for every agent. The built :class:`ObservationBuilder` also declares what the
+observation's readers need: its value ``bounds`` (the adapters' spaces), its ``slots`` (the
+``set`` encoder) and its spatial ``shape`` (the ``cnn`` encoder), so a builder and everything
+it feeds are declared in one place.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import jax
 import numpy as np
 
 from ppage_jax.config import Field, register_validator, short_repr
+from ppage_jax.config.schema import READINGS, declare_observation
 from ppage_jax.state import EnvParams, Layout, State
+from ppage_jax.types import ROLES
 
-ROLES = ("predator", "prey")
 DISTANCE_TYPES = ("euclidean", "manhattan")
 
 # View radii (in cells) lie in [0, MAX_RADIUS]; larger views are refused before any
@@ -33,18 +37,63 @@ FLAG = Field(bool)
 DISTANCE = Field(str, False, lambda v: v in DISTANCE_TYPES, f"one of {list(DISTANCE_TYPES)}")
 
 
+# (low, high) of every feature: float[A, size] (one row per observer) or float[size] (alike)
+Bounds = tuple[np.ndarray, np.ndarray]
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotGroup:
+    """``count`` slots of ``width`` features starting at feature ``start``. A slot is present
+    when its feature ``present`` is non-zero (None: when any feature is); its features ``x``,
+    ``y`` are its position (an offset from the observer, or ``absolute`` grid coordinates) and
+    ``channels`` the features it adds at that cell (-1: a constant 1)."""
+
+    name: str
+    start: int
+    width: int
+    count: int
+    present: int | None
+    x: int
+    y: int
+    channels: tuple[int, ...]
+    absolute: bool = False
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.width * self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class Slots:
+    """The fixed slots of an observation, for an encoder that reads them as a set: the slot
+    ``groups`` (empty ones included), the ``radius`` of the egocentric window their offsets
+    fall in (a view radius, at most the grid size - 1), and the features ``own`` holding the
+    observer's absolute (x, y) (None when the observation lacks them)."""
+
+    groups: tuple[SlotGroup, ...]
+    radius: int
+    own: tuple[int, int] | None = None
+
+
 @dataclasses.dataclass(frozen=True)
 class ObservationBuilder:
-    """A built observation function with its static size (and spatial shape, if any).
+    """A built observation function with its static size and what its readers need to know.
 
     ``build(state, params)`` returns float32[A, size]; ``params`` is the traced EnvParams.
-    ``shape`` is the unflattened per-agent shape (e.g. ``(H, W, C)``) for spatial builders.
+    ``shape`` is the unflattened per-agent shape (e.g. ``(H, W, C)``) of a spatial
+    observation (the ``cnn`` encoder reads it); None when it is not spatial.
+    ``bounds()`` returns the real :data:`Bounds` of every feature, computed with NumPy
+    alone (the adapters ask for them before any JAX backend starts); None: unbounded.
+    ``slots`` are the observation's fixed :class:`Slots` (the ``set`` encoder reads them);
+    None when it has none.
     """
 
     name: str
     size: int
     build: Callable[[State, EnvParams], jax.Array]
     shape: tuple[int, ...] | None = None
+    bounds: Callable[[], Bounds] | None = None
+    slots: Slots | None = None
 
     def __call__(self, state: State, params: EnvParams) -> jax.Array:
         return self.build(state, params)
@@ -55,13 +104,18 @@ class _Entry:
     factory: Callable[..., ObservationBuilder]
     checks: Mapping[str, Field]
     per_role: tuple[str, ...]
+    reads_as: str = "flat"  # "slots", "spatial" or "flat" (config.schema.READINGS)
 
 
 _BUILDERS: dict[str, _Entry] = {}
 
 
 def register_observation(
-    name: str, *, checks: Mapping[str, Field] | None = None, per_role: Sequence[str] = ()
+    name: str,
+    *,
+    checks: Mapping[str, Field] | None = None,
+    per_role: Sequence[str] = (),
+    reads_as: str = "flat",
 ):
     """Register ``factory(layout: Layout, **params) -> ObservationBuilder`` as ``name``.
 
@@ -69,15 +123,21 @@ def register_observation(
     their defaults are the defaults, and any other key is rejected. ``checks`` maps a param
     to the :class:`~ppage_jax.config.Field` its values must satisfy. ``per_role`` names the
     params that ``observations.per_agent`` may set per role; the factory then receives them
-    as one value per agent (row order) and must pad to the largest shape.
+    as one value per agent (row order) and must pad to the largest shape. ``reads_as`` says
+    which encoder reads it, so a config's ``network`` is checked when it loads: ``"slots"``
+    (the builder declares ``slots``; the set encoder), ``"spatial"`` (it declares ``shape``;
+    cnn) or ``"flat"`` (mlp only).
     """
+    if reads_as not in READINGS:
+        raise ValueError(f"observation {name!r}: reads_as must be one of {READINGS}")
 
     def decorator(factory: Callable[..., ObservationBuilder]):
         if not callable(factory):
             raise TypeError(f"observation builder {name!r} must be callable")
         if name in _BUILDERS:
             raise ValueError(f"observation builder {name!r} is already registered")
-        _BUILDERS[name] = _Entry(factory, dict(checks or {}), tuple(per_role))
+        _BUILDERS[name] = _Entry(factory, dict(checks or {}), tuple(per_role), reads_as)
+        declare_observation(name, reads_as)
         return factory
 
     return decorator
@@ -172,7 +232,18 @@ def make_observation(
         for key in entry.per_role:
             base = params.get(key, defaults[key])
             params[key] = tuple(per_agent.get(role, {}).get(key, base) for role in roles)
-    return entry.factory(layout, **params)
+    built = entry.factory(layout, **params)
+    declared = {"slots": built.slots is not None, "spatial": built.shape is not None}
+    if (
+        any(declared.values())
+        and entry.reads_as == "flat"
+        or (entry.reads_as != "flat" and not declared[entry.reads_as])
+    ):
+        raise TypeError(
+            f"observation {name!r} registered reads_as={entry.reads_as!r} but its builder "
+            f"declares slots={declared['slots']}, shape={declared['spatial']}"
+        )
+    return built
 
 
 @register_validator

@@ -29,7 +29,9 @@ import numpy as np
 UNLIMITED = None
 """Stamina value meaning "never runs out"."""
 
-ROLES = ("predator", "prey", "all")
+# What a term's applies_to may name: one role, or every agent (spelled out: the oracle imports
+# nothing from the JAX side of the package).
+APPLIES_TO = ("predator", "prey", "all")
 
 
 @dataclasses.dataclass
@@ -308,8 +310,10 @@ def _validate_term(spec: Mapping[str, Any]) -> dict:
             f"reward term 'base': credit={params['credit']!r}; allowed: {list(_CREDIT_MODES)}"
         )
     applies_to = spec.get("applies_to", "all")
-    if applies_to not in ROLES:
-        raise ValueError(f"reward term {name!r}: applies_to={applies_to!r}; allowed: {list(ROLES)}")
+    if applies_to not in APPLIES_TO:
+        raise ValueError(
+            f"reward term {name!r}: applies_to={applies_to!r}; allowed: {list(APPLIES_TO)}"
+        )
     return {
         "name": name,
         "weight": float(spec.get("weight", 1.0)),

@@ -8,24 +8,35 @@ README ("Observations"); every agent-describing block ends with a ``captured`` f
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-_DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
-    "local_only": {},
-    "default": {},
-    "local_radius": {"radius": 3, "include_agents": True, "include_obstacles": True},
-    "absolute": {"include_agents": True, "include_obstacles": True, "distance_type": "euclidean"},
-    "relative": {
-        "include_agents": True,
-        "include_obstacles": True,
-        "include_walls": False,
-        "distance_type": "manhattan",
-    },
-    "grid": {"radius": 3},
-}
+# builder name -> (its mirror, its params' defaults), filled by @_mirror
+_MIRRORS: dict[str, tuple[Callable[..., list], dict[str, Any]]] = {}
+
+
+def _mirror(name: str, **defaults: Any):
+    """Declare ``fn(i, p, positions, obstacles, captured, names, slots, size, speeds, radii)``
+    (agent ``i``'s features) the mirror of builder ``name``, whose params default to
+    ``defaults``."""
+
+    def register(fn: Callable[..., list]) -> Callable[..., list]:
+        _MIRRORS[name] = (fn, defaults)
+        return fn
+
+    return register
+
+
+def mirrored_builders() -> tuple[str, ...]:
+    """Names of the observation builders this oracle mirrors."""
+    return tuple(sorted(_MIRRORS))
+
+
+def mirror_params(name: str) -> dict[str, Any]:
+    """The params of builder ``name``'s mirror, with their defaults."""
+    return dict(_MIRRORS[name][1])
 
 
 def agent_names(is_predator: Sequence[bool]) -> list[str]:
@@ -71,7 +82,8 @@ def reference_observation(
     bool[A]; ``speeds`` int[A] (absolute / relative only; default 1); ``per_agent`` the
     per-role radius mapping of observations.yaml.
     """
-    p = {**_DEFAULT_PARAMS[name], **dict(params or {})}
+    one, defaults = _MIRRORS[name]
+    p = {**defaults, **dict(params or {})}
     positions = [(int(x), int(y)) for x, y in np.asarray(positions).reshape(-1, 2)]
     obstacles = [(int(x), int(y)) for x, y in np.asarray(obstacles).reshape(-1, 2)]
     captured = [bool(c) for c in np.asarray(captured)]
@@ -86,12 +98,11 @@ def reference_observation(
     slots = sorted(range(n), key=lambda i: names[i])
     rows = []
     for i in range(n):
-        rows.append(
-            _ONE[name](i, p, positions, obstacles, captured, names, slots, size, speeds, radii)
-        )
+        rows.append(one(i, p, positions, obstacles, captured, names, slots, size, speeds, radii))
     return np.asarray(rows, dtype=np.float32)
 
 
+@_mirror("default")
 def _default(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     x, y = positions[i]
     out = [x, y, float(captured[i])]
@@ -104,10 +115,12 @@ def _default(i, p, positions, obstacles, captured, names, slots, size, speeds, r
     return out
 
 
+@_mirror("local_only")
 def _local_only(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     return [positions[i][0], positions[i][1], float(captured[i])]
 
 
+@_mirror("local_radius", radius=3, include_agents=True, include_obstacles=True)
 def _local_radius(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     x, y = positions[i]
     r = radii[i]
@@ -154,14 +167,23 @@ def _entity(i, p, positions, obstacles, captured, names, slots, size, speeds, ra
     return out
 
 
+@_mirror("absolute", include_agents=True, include_obstacles=True, distance_type="euclidean")
 def _absolute(*args):
     return _entity(*args, relative=False)
 
 
+@_mirror(
+    "relative",
+    include_agents=True,
+    include_obstacles=True,
+    include_walls=False,
+    distance_type="manhattan",
+)
 def _relative(*args):
     return _entity(*args, relative=True)
 
 
+@_mirror("grid", radius=3)
 def _grid(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     big = max(radii)
     r = radii[i]
@@ -189,16 +211,6 @@ def _grid(i, p, positions, obstacles, captured, names, slots, size, speeds, radi
                 else:
                     window[u, v, 3] += 1
     return list(window.reshape(-1))
-
-
-_ONE = {
-    "default": _default,
-    "local_only": _local_only,
-    "local_radius": _local_radius,
-    "absolute": _absolute,
-    "relative": _relative,
-    "grid": _grid,
-}
 
 
 def reference_global_state(positions, obstacles, captured, is_predator, size: int) -> np.ndarray:

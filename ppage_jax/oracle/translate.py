@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ppage_jax.oracle.env import ROLES, ReferenceGridWorld
+from ppage_jax.oracle.env import APPLIES_TO, ReferenceGridWorld
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld
@@ -29,12 +29,12 @@ def applies_to(mask: Any, is_predator: np.ndarray) -> str:
     mask = np.asarray(mask) > 0.5
     is_predator = np.asarray(is_predator, bool)
     masks = {"all": np.ones_like(is_predator), "predator": is_predator, "prey": ~is_predator}
-    for role in ROLES:
+    for role in APPLIES_TO:
         if np.array_equal(mask, masks[role]):
             return role
     raise ValueError(
         f"role mask {mask.astype(int).tolist()} is not one of the roles "
-        f"{list(ROLES)}; the oracle pays terms by role only"
+        f"{list(APPLIES_TO)}; the oracle pays terms by role only"
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ppage_jax.config import FLOAT32_MAX, float32_number, register_validator
 from ppage_jax.rewards.registry import (
-    ROLES,
+    APPLIES_TO,
     CaptureEvents,
     Choice,
     PotentialContext,
@@ -171,12 +171,6 @@ class RewardComposer:
         """float32[A, T]: per-unit-weight contributions times the traced weights."""
         return unit * params.weights[None, :]
 
-    def substep(
-        self, prev: State, state: State, events: CaptureEvents, params: RewardParams
-    ) -> jax.Array:
-        """float32[A, T]: weighted contributions of the per-sub-step terms (0 for potentials)."""
-        return self.weigh(self.substep_unit(prev, state, events, params), params)
-
     def substep_unit(
         self, prev: State, state: State, events: CaptureEvents, params: RewardParams
     ) -> jax.Array:
@@ -285,8 +279,8 @@ def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
         if not float32_number(weight):
             fail(f"{where}.weight", weight, FINITE)
         applies_to = item.get("applies_to")
-        if applies_to is not None and applies_to not in ROLES:
-            fail(f"{where}.applies_to", applies_to, f"must be one of {list(ROLES)}")
+        if applies_to is not None and applies_to not in APPLIES_TO:
+            fail(f"{where}.applies_to", applies_to, f"must be one of {list(APPLIES_TO)}")
         params = item.get("params") or {}
         if not isinstance(params, dict):
             fail(f"{where}.params", params, "must be a mapping of param names to values")

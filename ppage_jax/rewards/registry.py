@@ -8,10 +8,12 @@ from typing import Any
 
 import jax
 
+from ppage_jax.config.schema import declare_term, forget_term
 from ppage_jax.state import CaptureEvents, State
-from ppage_jax.types import pytree_dataclass, static_field
+from ppage_jax.types import ROLES, pytree_dataclass, static_field
 
-ROLES = ("predator", "prey", "all")
+# What a term's applies_to may name: one role, or every agent.
+APPLIES_TO = (*ROLES, "all")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +94,8 @@ _TERMS: dict[str, TermSpec] = {}
 def _register(name: str, potential: bool, params: Mapping[str, Any] | None, applies_to: str):
     if not isinstance(name, str) or not name:
         raise TypeError(f"a reward term name must be a non-empty string, got {name!r}")
-    if applies_to not in ROLES:
-        raise ValueError(f"applies_to must be one of {ROLES}, got {applies_to!r}")
+    if applies_to not in APPLIES_TO:
+        raise ValueError(f"applies_to must be one of {APPLIES_TO}, got {applies_to!r}")
     params = dict(params or {})
     for key, default in params.items():
         if not isinstance(default, (int, float, Choice)) or isinstance(default, bool):
@@ -107,6 +109,7 @@ def _register(name: str, potential: bool, params: Mapping[str, Any] | None, appl
         if name in _TERMS:
             raise ValueError(f"reward term {name!r} is already registered")
         _TERMS[name] = TermSpec(name, fn, params, applies_to, potential, (fn.__doc__ or "").strip())
+        declare_term(name, applies_to, [k for k, v in params.items() if not isinstance(v, Choice)])
         return fn
 
     return decorator
@@ -137,6 +140,7 @@ def register_potential(
 def unregister_reward(name: str) -> None:
     """Remove a registered term (for notebooks and tests that define throwaway terms)."""
     _TERMS.pop(name, None)
+    forget_term(name)
 
 
 def reward_terms() -> tuple[str, ...]:

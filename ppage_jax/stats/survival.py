@@ -191,3 +191,19 @@ def rmst_ratio(
         ci = _interval(out["ratio"], ratio(picks), confidence, exact=False)
         out["ratio_ci"] = [ci.low, ci.high]
     return out
+
+
+def number_text(value: float | None, digits: int = 1) -> str:
+    """A censored statistic as printed: ``n/a`` for None or NaN, ``not reached`` when
+    infinite, else ``digits`` decimals."""
+    if value is None or not np.isfinite(value):
+        return "n/a" if value is None or np.isnan(value) else "not reached"
+    return f"{value:.{digits}f}"
+
+
+def turns_text(value: float | None, cap: int) -> str:
+    """A KM median or CI bound in turns: infinite means the curve never reached 0.5 within
+    ``cap`` (``>cap``); whole numbers print without decimals."""
+    if value is not None and np.isinf(value):
+        return f">{cap}"
+    return number_text(value, 0 if value is not None and float(value).is_integer() else 1)

@@ -10,6 +10,7 @@ TensorFlow); ``wandb`` logs to Weights & Biases (``pip install 'ppage_jax[track]
 
 from __future__ import annotations
 
-from ppage_jax.tracking.base import LOGGERS, Logger, MultiLogger, open_logger, parse_loggers
+from ppage_jax.tracking.base import Logger, MultiLogger
+from ppage_jax.tracking.loggers import LOGGERS, open_logger, parse_loggers
 
 __all__ = ["LOGGERS", "Logger", "MultiLogger", "open_logger", "parse_loggers"]

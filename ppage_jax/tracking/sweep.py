@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.tracking.base import LOGGERS, flat_hparams, open_logger
+from ppage_jax.tracking.base import flat_hparams
+from ppage_jax.tracking.loggers import LOGGERS, open_logger
 from ppage_jax.tracking.training import run_hparams
 
 

@@ -12,13 +12,8 @@ import numpy as np
 
 from ppage_jax.config import Config
 from ppage_jax.state import EnvParams
-from ppage_jax.tracking.base import (
-    MultiLogger,
-    evaluation_scalars,
-    flat_hparams,
-    open_logger,
-    row_scalars,
-)
+from ppage_jax.tracking.base import MultiLogger, evaluation_scalars, flat_hparams, row_scalars
+from ppage_jax.tracking.loggers import open_logger
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.run.monitor import Flag, Monitor, MonitorConfig
 from ppage_jax.train.run.report import metric_rows

@@ -35,12 +35,12 @@ The contract every algorithm module follows::
 
 ``module.init`` and ``module.update`` are the two halves of ``train``; ``ppage-jax run`` calls
 them in chunks to drive its progress bar (:func:`progress.run_updates`), which gives the same
-result as ``train``. The contract is :class:`protocol.Algorithm`; algorithms are registered in
-:mod:`ppage_jax.train.registry` with their hyperparameters declared in
-:mod:`ppage_jax.config.hyperparams`.
+result as ``train``. The contract is :class:`protocol.Algorithm`; :mod:`ppage_jax.train.registry`
+maps each algorithm to its module, and the config package declares its hyperparameters
+(:mod:`ppage_jax.config.algorithms`).
 
-This package imports no learner: its names resolve on first use, so loading a config (which
-validates ``experiment.*`` through :mod:`ppage_jax.config.experiment`) never imports flax or optax.
+This package imports no learner: its names resolve on first use. Loading a config never
+imports it.
 """
 
 from __future__ import annotations
@@ -62,11 +62,12 @@ _LAZY: dict[str, str] = {
     "ALGORITHMS": "ppage_jax.train.registry",
     "Algorithm": "ppage_jax.train.protocol",
     "Hyperparams": "ppage_jax.config.hyperparams",
-    "ROLES": "ppage_jax.train.run.roles",
+    "ROLES": "ppage_jax.types",
     "TrainConfig": "ppage_jax.train.config",
     "algorithm": "ppage_jax.train.registry",
     "make_train_config": "ppage_jax.train.run.experiment",
     "register_algorithm": "ppage_jax.train.registry",
+    "unregister_algorithm": "ppage_jax.train.registry",
 }
 
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from ppage_jax.config.hyperparams import Hyperparams
+from ppage_jax.config.roles import LEARN
 from ppage_jax.env import GridWorld
-from ppage_jax.train.run.roles import LEARN, ROLES
-from ppage_jax.types import pytree_dataclass, static_field
+from ppage_jax.types import ROLES, pytree_dataclass, static_field
 
 
 @pytree_dataclass

@@ -218,21 +218,20 @@ def write_episode_html(
 
 def write_run_html(
     run_dir: str | os.PathLike,
-    tc,
-    policies,
+    env: GridWorld,
+    policy: Policy,
     params: EnvParams | None = None,
     seed: int = 0,
     max_steps: int = 100,
-    seed_index: int = 0,
+    label: str = "trained policy",
 ) -> Path:
-    """Write ``run_dir/episode.html``: the greedy episode of
-    :func:`ppage_jax.viz.run_gif.write_run_gif` (same seed, same policy). Returns the path."""
-    from ppage_jax.viz.run_gif import trained_policy
-
-    policy = trained_policy(tc, policies, params, seed_index)
+    """Write ``run_dir/episode.html``: the episode of
+    :func:`ppage_jax.viz.run_gif.write_run_gif` for the same ``policy``, ``seed`` and
+    ``max_steps``, titled ``"<run_dir name>: <label>, layout seed <seed>"``. Returns the
+    path."""
     path = Path(run_dir) / HTML_FILE
-    title = f"{Path(run_dir).name}: greedy {tc.algorithm}, layout seed {seed}"
-    write_episode_html(path, tc.env, jax.random.PRNGKey(seed), policy, params, max_steps, title)
+    title = f"{Path(run_dir).name}: {label}, layout seed {seed}"
+    write_episode_html(path, env, jax.random.PRNGKey(seed), policy, params, max_steps, title)
     return path
 
 

@@ -8,10 +8,14 @@ import jax.numpy as jnp
 import pytest
 
 import ppage_jax as pj
-from ppage_jax.analysis.audit import AuditSettings, audit_rewards, parse_policy_pairs
+from ppage_jax.analysis.audit import (
+    AuditSettings,
+    audit_rewards,
+    format_report,
+    parse_policy_pairs,
+)
 from ppage_jax.analysis.audit.rollouts import _ROLLOUTS
 from ppage_jax.cli.main import main as cli_main
-from ppage_jax.config import SECTIONS
 from ppage_jax.state import NO_TRUNCATION
 
 EPISODES = 16
@@ -45,6 +49,14 @@ def test_noop_pairs_match_hand_computed_returns(default_report):
     assert p["returns"]["prey"]["survival"] == pytest.approx(3 * annuity, rel=1e-5)
     assert p["returns"]["prey"]["total"] == pytest.approx(3 * annuity, rel=1e-5)
     assert p["shaping_share"]["prey"] == 1.0
+
+
+def test_an_env_without_its_config_is_named_by_its_spec(default_env, default_report):
+    assert default_report["config"] == "env spec"
+    assert default_report["config_hash"] == default_env.spec.digest()
+    assert format_report(default_report).startswith(
+        f"Reward audit of env spec (hash {default_env.spec.digest()}): 3 predators vs 3 prey"
+    )
 
 
 def test_components_add_up_to_the_base_term(default_report):
@@ -128,8 +140,8 @@ def test_ordering_violation_and_stalling_on_a_config_that_pays_for_distance(defa
         (f["better_paid"], f["better_task"]) for f in ordering
     }
     assert kinds(report, "stalling")
-    static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
-    assert static == default_env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    static = env.spec.digest(rewards=False)
+    assert static == default_env.spec.digest(rewards=False) != env.spec.digest()
     names = tuple(
         tuple(dict.fromkeys(pair[i] for pair in AuditSettings().policies)) for i in (0, 1)
     )
@@ -214,6 +226,8 @@ def test_cli_strict_exits_nonzero_and_prints_json(capsys, tmp_path):
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
     assert [p["name"] for p in printed["policies"]] == ["chase/evade"]
+    config = pj.load_config("configs/default")
+    assert printed["config"] == "configs/default" and printed["config_hash"] == config.hash()
     code = cli_main(
         ["audit", "configs/default", "--episodes", str(EPISODES), "--policies", "chase/evade"]
     )

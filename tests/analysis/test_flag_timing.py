@@ -4,19 +4,14 @@ import math
 
 import numpy as np
 
-from ppage_jax.analysis.sweep.flag_timing import (
-    flag_timing,
-    flag_timing_lines,
-    task_peak,
-    trailing_mean,
-)
+from ppage_jax.analysis.sweep.flag_timing import flag_timing, flag_timing_lines, task_peak
 
 
-def test_trailing_mean_waits_for_a_full_window_and_skips_nan():
-    values = np.array([1.0, np.nan, 3.0, 5.0, np.nan])
-    out = trailing_mean(values, 3)
-    assert np.isnan(out[:2]).all()  # no full window yet
-    np.testing.assert_allclose(out[2:], [2.0, 4.0, 4.0])
+def test_task_peak_waits_for_a_full_window_and_skips_nan():
+    # trailing means over 3 updates: [-, -, 6, 4, 4]; the first update alone (9) is no peak
+    series = {100: 9.0, 200: np.nan, 300: 3.0, 400: 5.0, 500: np.nan}
+    assert task_peak(series, window=3) == (300, 6.0, 4.0)
+    assert task_peak({100: 0.5, 200: 0.7}, window=5) == (200, 0.6, 0.6)  # shorter than a window
 
 
 def test_task_peak_reads_past_the_warm_up():
@@ -52,6 +47,9 @@ def test_flag_timing_lists_flagged_seeds_only():
         "monitor/share/predator/capture_proximity",
     ]
     assert (row["peak_step"], row["peak"], row["final"]) == (300, 0.4, 0.0)
+    # read past the monitor's warm-up only
+    (late,) = flag_timing(results, curves, "farm", window=1, after=300)
+    assert (late["peak_step"], late["peak"], late["final"]) == (400, 0.3, 0.0)
     assert flag_timing(results, curves, "plain") == []  # not watched
 
 

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 import ppage_jax as pj
-from ppage_jax.cli.main import build_parser, load_cli_config, main
+from ppage_jax.cli.args import load_cli_config
+from ppage_jax.cli.main import build_parser, main
 from ppage_jax.config import ConfigNotice
 from ppage_jax.config.ppage_format import experiment_files
 from ppage_jax.defaults import SECTIONS

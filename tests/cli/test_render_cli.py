@@ -54,7 +54,8 @@ def test_render_errors(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def untrained_ippo_run(tmp_path_factory):
     """A run directory holding an (untrained) IPPO checkpoint and its resolved config."""
-    from ppage_jax.cli.main import build_parser, load_cli_config
+    from ppage_jax.cli.args import load_cli_config
+    from ppage_jax.cli.main import build_parser
     from ppage_jax.train import make_train_config
     from ppage_jax.train.run.checkpoint import save_checkpoint, template_policy
     from ppage_jax.train.run.report import CHECKPOINT_FILE, write_config
@@ -72,7 +73,8 @@ def untrained_ippo_run(tmp_path_factory):
 
 
 def test_render_run_uses_the_checkpoint(untrained_ippo_run, tmp_path, capsys):
-    from ppage_jax.viz.run_gif import trained_policy, write_run_gif
+    from ppage_jax.train.run.policy import trained_policy
+    from ppage_jax.viz.run_gif import write_run_gif
 
     run_dir, tc, policies = untrained_ippo_run
     out = tmp_path / "trained.gif"
@@ -104,7 +106,7 @@ def test_render_run_uses_the_checkpoint(untrained_ippo_run, tmp_path, capsys):
     acts = trained_policy(tc, policies)(jax.random.PRNGKey(2), obs, state)
     np.testing.assert_array_equal(np.asarray(acts), np.asarray(greedy))
     # what `ppage-jax run` writes into its run directory: the same greedy episode
-    path = write_run_gif(run_dir, tc, policies, seed=5, max_steps=8)
+    path = write_run_gif(run_dir, tc.env, trained_policy(tc, policies), seed=5, max_steps=8)
     assert path == run_dir / "episode.gif"
     np.testing.assert_array_equal(iio.imread(path, index=None), iio.imread(out, index=None))
     # a checkpoint that does not fit the config is refused with a hint

@@ -1,5 +1,9 @@
-"""Observation and global-state bounds: every builder's observations stay inside its Box on
-random rollouts, and the bounds are the layout's (concrete values pinned)."""
+"""Observation and global-state bounds: every registered builder's observations stay inside
+the Box of the bounds it declares on random rollouts, and the bounds are the layout's
+(concrete values pinned)."""
+
+import dataclasses
+from types import SimpleNamespace
 
 import gymnasium
 import jax
@@ -9,6 +13,7 @@ import pytest
 
 import ppage_jax as pj
 from ppage_jax.compat.bounds import global_state_bounds, observation_bounds
+from ppage_jax.observations import observation_builders
 
 # 5x5, 2 predators vs 2 speed-2 prey, 20% obstacles; random walks of 16 turns (after the
 # episode ends, the grid keeps stepping: captured prey stay, the rest move on)
@@ -21,9 +26,8 @@ BASE = {
     "env.termination.max_steps": 12,
     "env.termination.capture_threshold": 2,
 }
+# params that reach more of each builder's features than its defaults (the others: defaults)
 BUILDERS = {
-    "local_only": {"type": "local_only", "params": {}},
-    "default": {"type": "default", "params": {}},
     "local_radius": {
         "type": "local_radius",
         "params": {"radius": 2, "include_obstacles": False},
@@ -57,11 +61,15 @@ def rollout_observations(env, n_envs=32, n_steps=16):
     return (np.asarray(x) for x in run(jax.random.PRNGKey(1)))
 
 
-@pytest.mark.parametrize("name", list(BUILDERS))
+def observations(name: str) -> dict:
+    """The observations section of builder ``name``'s test config."""
+    return {"params": {}, "per_agent": None, **BUILDERS.get(name, {"type": name})}
+
+
+@pytest.mark.parametrize("name", observation_builders())
 def test_observations_stay_inside_the_real_bounds(name):
-    obs_cfg = {"per_agent": None, **BUILDERS[name]}
-    env = pj.make(None, dict(BASE, observations=obs_cfg))
-    low, high = observation_bounds(env.config, env.layout, env.observation_size)
+    env = pj.make(None, dict(BASE, observations=observations(name)))
+    low, high = observation_bounds(env)
     space = gymnasium.spaces.Box(low, high, (env.observation_size,), np.float32)
     assert np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()
     obs, states = rollout_observations(env)
@@ -73,51 +81,39 @@ def test_observations_stay_inside_the_real_bounds(name):
 
 
 def test_bounds_are_the_layouts():
-    env = pj.make(
-        None, dict(BASE, observations={"type": "default", "params": {}, "per_agent": None})
-    )
-    low, high = observation_bounds(env.config, env.layout, env.observation_size)
+    env = pj.make(None, dict(BASE, observations=observations("default")))
+    low, high = observation_bounds(env)
     # own [x, y, captured]; per other agent [int(euclid), captured]; per obstacle int(euclid)
     assert high[:3].tolist() == [4, 4, 1] and low.min() == 0
     # a predator's captured flag is always 0: constant features are widened to [0, 1]
     assert high[3:9].tolist() == [5, 1, 5, 1, 5, 1] and high[9:].tolist() == [5] * 5
-    env = pj.make(None, dict(BASE, observations=BUILDERS["local_radius"]))
-    low, high = observation_bounds(env.config, env.layout, env.observation_size)
+    env = pj.make(None, dict(BASE, observations=observations("local_radius")))
+    low, high = observation_bounds(env)
     # header [x, y, radius, captured]: radius 2 for predators, 6 for prey
     assert (low[:4].tolist(), high[:4].tolist()) == ([0, 0, 2, 0], [4, 4, 6, 1])
     # slot of prey_2 [present, dx, dy, manhattan, type_id, captured]: a prey's view of
     # radius 6 reaches the whole 5x5 grid (offsets up to 4, Manhattan up to 6 < 8)
     assert (low[22:28].tolist(), high[22:28].tolist()) == ([0, -4, -4, 0, 0, 0], [1, 4, 4, 6, 1, 1])
-    env = pj.make(None, dict(BASE, observations=BUILDERS["grid"]))
-    low, high = observation_bounds(env.config, env.layout, env.observation_size)
+    env = pj.make(None, dict(BASE, observations=observations("grid")))
+    low, high = observation_bounds(env)
     # window 5x5 of [outside, obstacle, predators, free prey, captured prey]; the centre
     # cell is never outside (widened to [0, 1] as a constant 0)
     centre = high.reshape(5, 5, 5)[2, 2]
     assert centre.tolist() == [1, 1, 2, 2, 2]
     sharing_off = pj.make(
         None,
-        dict(BASE, observations=BUILDERS["grid"], **{"env.dynamics.allow_cell_sharing": False}),
+        dict(BASE, observations=observations("grid"), **{"env.dynamics.allow_cell_sharing": False}),
     )
-    _, high = observation_bounds(
-        sharing_off.config, sharing_off.layout, sharing_off.observation_size
-    )
+    _, high = observation_bounds(sharing_off)
     assert high.reshape(5, 5, 5)[0, 0].tolist() == [1, 1, 1, 1, 2]
     low, high = global_state_bounds(env.layout)
     assert high[:4].tolist() == [4, 4, 1, 1] and high.shape == (4 * 4 + 25,) and low.max() == 0
 
 
-def test_builder_without_registered_bounds_is_unbounded():
-    from ppage_jax.compat import bounds
-
-    env = pj.make(None, dict(BASE, observations=BUILDERS["local_only"]))
-    shipped = bounds._BOUNDS.pop("local_only")
-    try:
-        low, high = observation_bounds(env.config, env.layout, 3)
-        assert np.isneginf(low).all() and np.isposinf(high).all()
-        bounds.register_observation_bounds("local_only")(
-            lambda layout: (np.zeros(3), np.array([2, 3, 0]))
-        )
-        low, high = observation_bounds(env.config, env.layout, 3)
-        assert low.tolist() == [0, 0, 0] and high.tolist() == [2, 3, 1]
-    finally:
-        bounds._BOUNDS["local_only"] = shipped
+def test_a_builder_that_declares_no_bounds_is_unbounded():
+    env = pj.make(None, dict(BASE, observations=observations("local_only")))
+    low, high = observation_bounds(env)
+    assert (low.tolist(), high.tolist()) == ([0, 0, 0], [4, 4, 1])
+    undeclared = dataclasses.replace(env.observation, bounds=None)
+    low, high = observation_bounds(SimpleNamespace(observation=undeclared, layout=env.layout))
+    assert np.isneginf(low).all() and np.isposinf(high).all() and low.shape == (3,)

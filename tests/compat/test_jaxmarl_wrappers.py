@@ -131,4 +131,8 @@ def test_config_overrides_as_keywords():
     omegaconf = pytest.importorskip("omegaconf")
     kwargs = omegaconf.OmegaConf.create({"env": {"size": 7, "starts": [[0, 0], [6, 6]]}})
     env = JaxMARLEnv("1v1", **kwargs)
-    assert env.env.config["env"]["starts"] == [[0, 0], [6, 6]]
+    assert env.env.spec.fixed_starts == ((0, 0), (6, 6))
+    spec = env.env.spec.replace(size=8, fixed_starts=None)
+    assert JaxMARLEnv(spec).env.spec == spec
+    with pytest.raises(ValueError, match="need a config"):
+        JaxMARLEnv(spec, env={"size": 7})

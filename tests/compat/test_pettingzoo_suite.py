@@ -26,6 +26,7 @@ from pettingzoo.test import (  # noqa: E402
 
 from ppage_jax.compat import pettingzoo as ppz  # noqa: E402
 from ppage_jax.config import ConfigError  # noqa: E402
+from ppage_jax.config.env_spec import EnvSpec  # noqa: E402
 
 # 1v1 on a 6x6 grid (local_radius 8 observations): every test here shares its compiled step
 SMALL = {"env": {"size": 6}}
@@ -120,6 +121,23 @@ def test_config_keywords_and_errors():
         ppz.parallel_env("1v1", bogus=1)
     with pytest.raises(ValueError, match=r"render_mode = 'ansi': must be one of \['human', "):
         ppz.parallel_env("1v1", render_mode="ansi")
+
+
+def test_an_env_spec_or_a_grid_needs_no_config():
+    spec = EnvSpec(size=6, n_predators=1, n_prey=1, obstacle_percentage=0.0, max_steps=5)
+    env = ppz.parallel_env(spec)
+    assert env.config is None and env.spec == spec and env.render_mode is None
+    assert env.possible_agents == ["predator_1", "prey_1"]
+    obs, _ = env.reset()  # seeded with the package default env.seed (42)
+    again, _ = ppz.parallel_env(spec).reset(seed=42)
+    np.testing.assert_array_equal(obs["prey_1"], again["prey_1"])
+    grid = env.env
+    assert grid.spec == spec and ppz.parallel_env(grid).env is grid
+    longer = ppz.parallel_env(grid, max_cycles=9)
+    assert longer.spec == spec.replace(max_steps=9) and longer.env.spec.max_steps == 9
+    with pytest.raises(ValueError, match=r"config overrides \['env'\] need a config"):
+        ppz.parallel_env(grid, env={"size": 7})
+    assert ppz.parallel_env("1v1", max_cycles=7, **SMALL).spec.max_steps == 7
 
 
 def test_supersuit_padding_black_death_and_vector_env():

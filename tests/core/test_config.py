@@ -375,3 +375,46 @@ def test_cli_reports_a_config_error(capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "config error" in err and "env.size" in err and ">= 2" in err
+
+
+# ------------------------------------------------------------------ what the layers above declare
+def test_the_baseline_names_are_the_policies_tables():
+    from ppage_jax.config.roles import BASELINES
+    from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
+
+    assert BASELINES == {"predator": tuple(PREDATOR_POLICIES), "prey": tuple(PREY_POLICIES)}
+
+
+def test_a_registered_reward_term_is_declared_to_the_config_until_unregistered():
+    from ppage_jax.config.schema import REWARD_TERMS
+    from ppage_jax.rewards import registry
+
+    assert REWARD_TERMS["survival"].applies_to == "prey"
+    assert REWARD_TERMS["base"].numeric_params == (
+        "capture_reward",
+        "captured_penalty",
+        "step_cost",
+        "obstacle_penalty",
+    )  # credit is a Choice, not a number: it is never scheduled
+    assert set(REWARD_TERMS) == set(registry.reward_terms())
+    pj.register_reward(
+        "test_declared",
+        params={"reach": 2.0, "mode": registry.Choice(("a", "b"), "a")},
+        applies_to="predator",
+    )(lambda ctx: ctx.is_predator.astype(float))
+    try:
+        assert REWARD_TERMS["test_declared"].applies_to == "predator"
+        assert REWARD_TERMS["test_declared"].numeric_params == ("reach",)
+    finally:
+        registry.unregister_reward("test_declared")
+    assert "test_declared" not in REWARD_TERMS
+
+
+def test_the_config_declares_every_registered_algorithm():
+    from ppage_jax.config.algorithms import ALGORITHM_PARAMS
+    from ppage_jax.config.schema import full_defaults, full_schema
+    from ppage_jax.train.registry import ALGORITHMS
+
+    assert list(ALGORITHM_PARAMS) == list(ALGORITHMS)
+    assert full_schema()["experiment"]["num_seeds"].describe() == "must be an integer >= 1"
+    assert full_defaults()["experiment"]["algorithm"] == {"name": "random", "params": {}}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import ppage_jax as pj
-from ppage_jax import cli, config
-from ppage_jax.config import ConfigError, ConfigNotice, parse_override
+from ppage_jax import cli
+from ppage_jax.config import ConfigError, ConfigNotice, parse_override, safe_yaml
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -156,7 +156,7 @@ def test_a_few_aliases_are_fine_and_recursive_ones_are_refused(tmp_path):
 
 def test_large_files_and_deep_nesting_are_refused(tmp_path, monkeypatch):
     big = write(tmp_path / "big", {"env.yaml": "env:\n  size: 10\n" + "# pad\n" * 50})
-    monkeypatch.setattr(config, "MAX_FILE_BYTES", 200)
+    monkeypatch.setattr(safe_yaml, "MAX_FILE_BYTES", 200)
     with pytest.raises(ConfigError) as info:
         pj.load_config(big)
     assert "at most 200 bytes" in str(info.value) and "env.yaml" in str(info.value)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ppage_jax as pj
-from ppage_jax.actions import check_actions
+from ppage_jax.config.env_spec import EnvSpec, RewardTerm
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA
 
 RIGHT, YPLUS, LEFT, YMINUS, NOOP = range(5)
@@ -414,14 +414,6 @@ def test_out_of_range_action_is_a_noop():
         assert out.reward == [-5.0, 0.0]
 
 
-def test_python_facing_action_check_raises():
-    with pytest.raises(ValueError, match="outside"):
-        check_actions([0, 5], n_actions=5, n_agents=2)
-    with pytest.raises(ValueError, match="shape"):
-        check_actions([0, 1, 2], n_actions=5, n_agents=2)
-    assert check_actions(np.array([4, 0]), n_actions=5, n_agents=2).tolist() == [4, 0]
-
-
 # ----------------------------------------------------------------------------- speed/stamina
 
 
@@ -586,19 +578,14 @@ def _reset_batch(env: pj.GridWorld, n: int, seed: int = 0):
     ],
 )
 def test_reset_distinct_cells_obstacles_off_agents_and_count(size, pct, n_pred, n_prey, expected):
-    env = pj.make(
-        pj.load_config(
-            None,
-            overrides={
-                **LOCAL_ONLY,
-                "env.size": size,
-                "env.obstacle_percentage": pct,
-                "agents.predators.count": n_pred,
-                "agents.preys.count": n_prey,
-            },
-        )
+    env = pj.GridWorld(
+        size=size,
+        obstacle_percentage=pct,
+        n_predators=n_pred,
+        n_prey=n_prey,
+        observation_type="local_only",
     )
-    assert env.layout.num_obstacles == expected
+    assert env.layout.num_obstacles == env.spec.num_obstacles == expected
     states = _reset_batch(env, 64)
     for i in range(64):
         pos = states.positions[i]
@@ -645,6 +632,16 @@ def test_fixed_map_places_obstacles_and_agents_on_free_cells():
 def test_fixed_map_and_starts():
     grid = ["#....", ".....", ".....", ".....", "....#"]
     env = sim(**{"env.map": grid, "env.starts": [[1, 0], [3, 4]]}).env
+    assert env.spec == EnvSpec(
+        size=5,
+        n_predators=1,
+        n_prey=1,
+        prey_speed=1,
+        fixed_map=tuple(grid),
+        fixed_starts=((1, 0), (3, 4)),
+        observation_type="local_only",
+        rewards=(RewardTerm("base"),),
+    )
     states = _reset_batch(env, 4)
     assert states.positions.tolist() == [[[1, 0], [3, 4]]] * 4
     assert {tuple(o) for o in states.obstacles[0].tolist()} == {(0, 0), (4, 4)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -9,26 +11,26 @@ import numpy as np
 import pytest
 
 import ppage_jax as pj
+from ppage_jax.config.env_spec import EnvSpec
 
 # 2 predators (speed 1) and 2 prey (speed 2) on 6x6 with 4 obstacles, sharing off: both
 # sub-steps and the agent-order loop are exercised.
-SMALL = {
-    "env.size": 6,
-    "env.obstacle_percentage": 12.0,
-    "env.dynamics.allow_cell_sharing": False,
-    "agents.predators.count": 2,
-    "agents.preys.count": 2,
-    "agents.preys.speed": 2,
-    "observations.type": "local_only",
-    "observations.params": {},
-    "env.termination.capture_threshold": 2,
-}
+SMALL = EnvSpec(
+    size=6,
+    obstacle_percentage=12.0,
+    allow_cell_sharing=False,
+    n_predators=2,
+    n_prey=2,
+    prey_speed=2,
+    observation_type="local_only",
+    capture_threshold=2,
+)
 TURNS = 12
 
 
 @pytest.fixture(scope="module")
 def env() -> pj.GridWorld:
-    env = pj.make(pj.load_config(None, overrides=SMALL))
+    env = pj.GridWorld(SMALL)
     assert env.layout.num_obstacles == 4
     assert env.reward_terms == ("base", "predator_distance", "survival")
     return env
@@ -141,12 +143,26 @@ def test_with_weights_on_stacked_params(env):
 def test_same_key_gives_bit_identical_trajectory(env):
     first = run_rollout(env, jax.random.key(42), env.default_params)
     # A freshly built env (so a fresh compilation) reproduces it bit for bit.
-    env2 = pj.make(pj.load_config(None, overrides=SMALL))
+    env2 = pj.GridWorld(SMALL)
     second = run_rollout(env2, jax.random.key(42), env2.default_params)
     assert_trees_equal(first, second)
     assert np.asarray(first[4]).any() or np.asarray(first[2]).any()  # something happened
     other = run_rollout(env2, jax.random.key(43), env2.default_params)
     assert not np.array_equal(np.asarray(first[0]), np.asarray(other[0]))
+
+
+def test_equal_specs_are_one_static_jit_argument():
+    @functools.partial(jax.jit, static_argnums=0)
+    def first_obs(spec, key):
+        return pj.GridWorld(spec).reset(key)[0]
+
+    key = jax.random.key(0)
+    one = first_obs(SMALL, key)
+    two = first_obs(SMALL.replace(size=6), key)  # an equal spec, another object
+    assert first_obs._cache_size() == 1
+    np.testing.assert_array_equal(one, two)
+    first_obs(SMALL.replace(size=7), key)
+    assert first_obs._cache_size() == 2
 
 
 def test_no_recompile_when_traced_values_change(env):

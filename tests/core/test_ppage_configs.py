@@ -12,6 +12,7 @@ import yaml
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError, ConfigNotice
+from ppage_jax.config.algorithms import ALGORITHM_PARAMS
 from ppage_jax.config.hyperparams import defaults as declared_defaults
 from ppage_jax.config.ppage_format import (
     PARAM_NOTICES,
@@ -20,7 +21,6 @@ from ppage_jax.config.ppage_format import (
     SECTION_NOTICES,
     experiment_files,
 )
-from ppage_jax.train.registry import ALGORITHMS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ppage_configs"
 DIRS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -67,7 +67,7 @@ def test_every_fixture_loads_with_each_experiment_file(directory, file):
     algorithm = raw_experiment(directory, file)
     name, params = algorithm["name"], algorithm["params"]
     assert name in PPAGE_ALGORITHMS
-    if name not in ALGORITHMS:  # PPAGE baselines not implemented yet: a clear error
+    if name not in ALGORITHM_PARAMS:  # PPAGE baselines not implemented yet: a clear error
         with pytest.raises(ConfigError, match=f"PPAGE's '{name}' is not available") as info:
             pj.load_config(FIXTURES / directory, experiment=file)
         assert info.value.key == "experiment.algorithm.name"
@@ -124,7 +124,7 @@ def test_ppage_defaults_fill_what_a_file_leaves_out():
     )  # PPAGE's IQL keeps epsilon at 0.2
     assert config["experiment"]["episodes"] == 500
     for name, table in PPAGE_DEFAULTS.items():  # every default names a hyperparameter of ours
-        assert set(table) <= set(declared_defaults(ALGORITHMS[name].hyperparams)), name
+        assert set(table) <= set(declared_defaults(ALGORITHM_PARAMS[name])), name
 
 
 def test_experiment_file_choice(tmp_path):
@@ -234,14 +234,14 @@ def test_action_dim_is_checked_against_the_action_table(tmp_path):
 
 
 def test_unregistered_algorithm_error_names_it():
-    saved = dict(ALGORITHMS)  # restored whole afterwards, in its original order
-    del ALGORITHMS["dqn"]
+    saved = dict(ALGORITHM_PARAMS)  # restored whole afterwards, in its original order
+    del ALGORITHM_PARAMS["dqn"]
     try:
         with pytest.raises(ConfigError) as info:
             pj.load_config(FIXTURES / "d3qn")
     finally:
-        ALGORITHMS.clear()
-        ALGORITHMS.update(saved)
+        ALGORITHM_PARAMS.clear()
+        ALGORITHM_PARAMS.update(saved)
     assert str(info.value).startswith(str(FIXTURES / "d3qn" / "experiment_dqn.yaml"))
     assert "experiment.algorithm.name = 'dqn': PPAGE's 'dqn' is not available" in str(info.value)
 
@@ -256,7 +256,7 @@ def test_naming_prefixes_name_the_agents(tmp_path):
     )
     env = pj.make(pj.load_config(directory))
     assert env.agent_names == ("wolf_1", "wolf_2", "wolf_3", "deer_1", "deer_2", "deer_3")
-    from ppage_jax.observations.builders import slot_order
+    from ppage_jax.observations import slot_order
 
     assert list(slot_order(env.layout)) == [3, 4, 5, 0, 1, 2]  # names sorted: deer < wolf
     path.write_text(path.read_text().replace("prey_prefix: deer", "prey_prefix: wolf"))

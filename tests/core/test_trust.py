@@ -18,7 +18,8 @@ import ppage_jax as pj
 from ppage_jax.analysis.sweep.spec import load_sweep
 from ppage_jax.artifacts import DirectoryLock, OutputError, inside
 from ppage_jax.config import NAME_RULE, ConfigError, is_safe_name, load_config, load_yaml
-from ppage_jax.tracking.base import check_run_name, open_logger
+from ppage_jax.tracking.base import check_run_name
+from ppage_jax.tracking.loggers import open_logger
 from ppage_jax.train.run import report
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ppage_jax as pj
-from ppage_jax.observations.builders import MAP_CELLS_PER_PAIR
+from ppage_jax.observations.grid import MAP_CELLS_PER_PAIR
 from ppage_jax.oracle.observations import reference_observation
 
 SIZE, N_PRED, N_PREY = 100, 3, 4

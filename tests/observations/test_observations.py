@@ -17,12 +17,7 @@ import pytest
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
-from ppage_jax.observations import (
-    builder_params,
-    make_observation,
-    observation_builders,
-    slot_order,
-)
+from ppage_jax.observations import builder_params, make_observation, slot_order
 from ppage_jax.oracle.observations import reference_global_state, reference_observation
 from ppage_jax.state import Layout
 
@@ -77,17 +72,6 @@ def hand_built(builder: str, params: dict | None = None, per_agent: dict | None 
 
 
 # ----------------------------------------------------------------------------- exact vectors
-def test_registry_lists_every_builder():
-    assert observation_builders() == (
-        "absolute",
-        "default",
-        "grid",
-        "local_only",
-        "local_radius",
-        "relative",
-    )
-
-
 def test_local_only_exact():
     _, obs = hand_built("local_only")
     assert obs.tolist() == [[0, 0, 0], [1, 0, 1], [4, 4, 0]]
@@ -360,7 +344,7 @@ def test_sizes(n_pred, n_prey, n_obs):
 
 def test_shipped_configs_use_local_radius():
     env = pj.make("configs/default")  # 3v3, 10x10, 20 % -> 20 obstacles
-    assert env.config["observations"]["type"] == "local_radius"
+    assert env.spec.observation_type == "local_radius"
     assert env.observation_size == 4 + 6 * 6 + 4 * 20 == 120
     assert pj.make(None).observation_size == 120
     assert builder_params("local_radius") == {  # package default params {} -> PPAGE's
@@ -369,7 +353,7 @@ def test_shipped_configs_use_local_radius():
         "include_obstacles": True,
     }
     one = pj.make("configs/1v1")
-    assert one.config["observations"]["params"]["radius"] == 8
+    assert one.spec.observation_kwargs["radius"] == 8
     assert one.observation_size == 4 + 6 * 2 + 4 * 20 == 96
     assert env.observation_shape is None
 

@@ -13,6 +13,7 @@ import pytest
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError, Field
+from ppage_jax.config import algorithms as declared
 from ppage_jax.config import hyperparams as hp
 from ppage_jax.train import registry
 from ppage_jax.train.algorithms import random as baseline
@@ -35,7 +36,8 @@ REGISTERED = tuple(registry.ALGORITHMS)
 def test_every_registered_algorithm_satisfies_the_protocol(name):
     module = pj.train.algorithm(name)
     assert isinstance(module, Algorithm)
-    assert module.Hyperparams is registry.ALGORITHMS[name].hyperparams
+    # a module may serve several algorithms (tabular: iql, cql, mixed), each a subclass
+    assert issubclass(registry.hyperparams_class(name), module.Hyperparams)
     assert isinstance(module.STOCHASTIC, bool)
     assert isinstance(module, StochasticAlgorithm) is module.STOCHASTIC
     assert missing_members(module) == []
@@ -49,7 +51,7 @@ def test_the_shipped_algorithms_declare_their_capabilities():
 
 @pytest.mark.parametrize("name", REGISTERED)
 def test_every_default_passes_its_own_check_and_has_a_doc(name):
-    cls = registry.ALGORITHMS[name].hyperparams
+    cls = registry.hyperparams_class(name)
     assert hp.undeclared_fields(cls) == []
     for key, value in hp.defaults(cls).items():
         assert hp.checks(cls)[key].validate(value) == value, key
@@ -109,21 +111,22 @@ def test_an_unknown_hyperparameter_names_the_keys_and_its_owner():
 
 def test_docs_hold_exactly_the_generated_tables(repo_root):
     text = (Path(repo_root) / "docs" / "training.md").read_text()
-    assert text.count(hp.TABLES_START) == 1 and text.count(hp.TABLES_END) == 1
+    assert text.count(declared.TABLES_START) == 1 and text.count(declared.TABLES_END) == 1
     assert "| `table_size` | `262144` |" in text.split("#### `iql`")[1]
-    assert hp.with_tables(text) == text, (
-        "docs/training.md is out of date: run python -m ppage_jax.config.hyperparams "
+    assert declared.with_tables(text) == text, (
+        "docs/training.md is out of date: run python -m ppage_jax.config.algorithms "
         "docs/training.md"
     )
 
 
 def test_with_tables_replaces_only_the_marked_block():
-    page = f"intro\n{hp.TABLES_START}\nstale\n{hp.TABLES_END}\noutro\n"
-    assert hp.with_tables(page) == (
-        f"intro\n{hp.TABLES_START}\n\n{hp.markdown_table()}\n{hp.TABLES_END}\noutro\n"
+    start, end = declared.TABLES_START, declared.TABLES_END
+    page = f"intro\n{start}\nstale\n{end}\noutro\n"
+    assert declared.with_tables(page) == (
+        f"intro\n{start}\n\n{declared.markdown_table()}\n{end}\noutro\n"
     )
     with pytest.raises(ValueError, match="has no"):
-        hp.with_tables("no markers")
+        declared.with_tables("no markers")
 
 
 def test_markdown_table_renders_a_declaration():
@@ -135,7 +138,7 @@ def test_markdown_table_renders_a_declaration():
 
         rate: float = hp.param(0.5, Field(float), "how fast", traced=True)
 
-    assert hp.markdown_table({"tiny": Tiny}) == (
+    assert declared.markdown_table({"tiny": Tiny}) == (
         "#### `tiny`\n\nA tiny `learner`.\n\n| key | default | allowed | traced | meaning |\n"
         "|---|---|---|---|---|\n"
         "| `num_steps` | `32` | an integer > 0 |  | turns per grid per update (one metrics row) |\n"
@@ -162,7 +165,7 @@ def user_algorithm():
     sys.modules["coin_algorithm"] = module
     pj.train.register_algorithm("coin", "coin_algorithm", CoinHyperparams)
     yield module
-    registry.ALGORITHMS.pop("coin", None)
+    registry.unregister_algorithm("coin")
     sys.modules.pop("coin_algorithm", None)
 
 

@@ -13,6 +13,8 @@ from train_testing import assert_learned, seeds, tiny_config, train_seeds
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
+from ppage_jax.config.schema import OBSERVATION_READINGS
+from ppage_jax.observations import observation_builders
 from ppage_jax.train import make_train_config
 from ppage_jax.train.algorithms import ippo
 from ppage_jax.train.kit.encoders import Encoder, input_spec, window
@@ -56,7 +58,7 @@ def test_an_encoder_that_cannot_read_the_observation_is_refused():
     with pytest.raises(
         ConfigError,
         match=r"params.network = 'set': set needs a slot "
-        r"observation .* the observation is 'local_only'",
+        r"observation; the observation 'local_only' is flat",
     ):
         tiny_config("ippo", {"network": "set"})
     with pytest.raises(ConfigError, match="cnn needs a spatial observation"):
@@ -65,6 +67,16 @@ def test_an_encoder_that_cannot_read_the_observation_is_refused():
         tiny_config("ippo", {"network": "gnn"})
     with pytest.raises(ValueError, match="set needs a slot observation"):
         input_spec(small_env("grid"), "set")
+
+
+def test_the_config_check_agrees_with_what_the_builders_declare():
+    """The config-time check reads each registration's ``reads_as``; every registered builder
+    declares the matching metadata (a shape when spatial, slots when read as slots)."""
+    for name in observation_builders():
+        built = small_env(name).observation
+        assert (OBSERVATION_READINGS[name] == "spatial") == (built.shape is not None), name
+        assert (OBSERVATION_READINGS[name] == "slots") == (built.slots is not None), name
+    assert OBSERVATION_READINGS["grid"] == "spatial" and OBSERVATION_READINGS["relative"] == "slots"
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,11 @@ import pytest
 from flax.training.train_state import TrainState
 from train_testing import tiny_config, traced_train
 
+from ppage_jax.config.algorithms import algorithm_params
+from ppage_jax.config.hyperparams import check_value, traced_names
 from ppage_jax.train import algorithm, make_train_config
 from ppage_jax.train.kit import optim
-from ppage_jax.train.kit.traced import bind, check_value, traced_names, traced_values
-from ppage_jax.train.registry import hyperparams_class
+from ppage_jax.train.kit.traced import bind, traced_values
 
 PPO = {"num_steps": 4, "num_minibatches": 2, "update_epochs": 1, "hidden_layers": [16]}
 SMALL = {"experiment.num_envs": 4}
@@ -32,7 +33,7 @@ def traced_ippo():
 
 
 def test_each_algorithm_declares_its_traced_hyperparameters():
-    assert traced_names(hyperparams_class("ippo")) == (
+    assert traced_names(algorithm_params("ippo")) == (
         "gamma",
         "learning_rate",
         "reward_scale",
@@ -45,7 +46,7 @@ def test_each_algorithm_declares_its_traced_hyperparameters():
         "teacher_fraction",
         "prior_logit",
     )
-    assert traced_names(hyperparams_class("dqn")) == (
+    assert traced_names(algorithm_params("dqn")) == (
         "gamma",
         "epsilon",
         "epsilon_decay",
@@ -54,16 +55,16 @@ def test_each_algorithm_declares_its_traced_hyperparameters():
         "reward_scale",
         "grad_clip",
     )
-    assert traced_names(hyperparams_class("iql")) == (
+    assert traced_names(algorithm_params("iql")) == (
         "gamma",
         "epsilon",
         "epsilon_decay",
         "min_epsilon",
         "alpha",
     )
-    assert "actor_learning_rate" in traced_names(hyperparams_class("a2c"))
-    assert "learning_rate" not in traced_names(hyperparams_class("a2c"))  # a fallback only
-    assert traced_names(hyperparams_class("random")) == ()
+    assert "actor_learning_rate" in traced_names(algorithm_params("a2c"))
+    assert "learning_rate" not in traced_names(algorithm_params("a2c"))  # a fallback only
+    assert traced_names(algorithm_params("random")) == ()
     # A2C's step sizes resolve their fallback
     values = traced_values(make_train_config(tiny_config("a2c", {"learning_rate": 0.02})).hp)
     assert float(values["actor_learning_rate"]) == pytest.approx(0.02)
@@ -96,7 +97,7 @@ def test_unknown_or_static_names_are_refused_in_one_line(traced_ippo):
     with pytest.raises(ValueError, match=r"must be scalars .* \{'ent_coef': \(3,\)\}$"):
         bind(tc, {"ent_coef": jnp.zeros(3)})
     assert bind(tc, {"ent_coef": 0}).hp.ent_coef.dtype == jnp.float32
-    cls = hyperparams_class("ippo")
+    cls = algorithm_params("ippo")
     assert check_value(cls, "learning_rate", "3e-4", "ippo") == pytest.approx(3e-4)
     with pytest.raises(ValueError, match=r"^must be a number > 0$"):
         check_value(cls, "learning_rate", -1.0, "ippo")

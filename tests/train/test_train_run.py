@@ -86,6 +86,41 @@ def test_run_writes_every_artifact(run_dir, capsys):
     assert (run_dir / "capture_curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
+    """learning_curves.png, episode.gif and episode.html come back the same from the run
+    directory's metrics.csv, summary.json, config.yaml and checkpoint."""
+    import imageio.v3 as iio
+
+    from ppage_jax.train.run.policy import load_run_policy
+    from ppage_jax.viz.inspector import write_run_html
+    from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
+    from ppage_jax.viz.run_gif import write_run_gif
+
+    again = tmp_path / run_dir.name  # same name: the page's title names the directory
+    again.mkdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rows = read_metrics(run_dir / "metrics.csv")
+    assert (rows[0]["seed"], rows[0]["update"], rows[0]["active"]) == (0, 1, True)
+    curves = plot_learning_curves(
+        again, rows, summary["algorithm"], summary["evaluation"]["rows"]["random"]
+    )
+    assert curves == again / "learning_curves.png"
+    np.testing.assert_array_equal(iio.imread(curves), iio.imread(run_dir / "learning_curves.png"))
+
+    config = pj.load_config(run_dir / "config.yaml")
+    env = pj.make(config)
+    policy = load_run_policy(config, run_dir, env=env)
+    seed = summary["evaluation"]["seed"]
+    gif = write_run_gif(again, env, policy, seed=seed)
+    np.testing.assert_array_equal(
+        iio.imread(gif, index=None), iio.imread(run_dir / "episode.gif", index=None)
+    )
+    page = write_run_html(again, env, policy, seed=seed, label="greedy iql")
+    assert page.read_text() == (run_dir / "episode.html").read_text()
+    with pytest.raises(ValueError, match="seed index 2 is outside the run's 2 seeds"):
+        load_run_policy(config, run_dir, seed_index=2)
+
+
 def test_episode_budget_stops_the_run(run_dir):
     with open(run_dir / "metrics.csv") as handle:
         rows = [r for r in csv.DictReader(handle) if r["seed"] == "0"]

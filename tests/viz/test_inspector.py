@@ -16,13 +16,15 @@ import pytest
 import ppage_jax as pj
 from ppage_jax.cli.main import main
 from ppage_jax.policies import combine_policies, greedy_chase, random_policy
-from ppage_jax.viz.frames import COLOURS, rollout_states
+from ppage_jax.viz.frames import COLOURS, render_episode, rollout_states, write_gif
 from ppage_jax.viz.inspector import (
     EpisodeRecord,
     record_episode,
     write_episode_html,
     write_record_html,
+    write_run_html,
 )
+from ppage_jax.viz.run_gif import write_run_gif
 
 MAX_STEPS = 30
 CHROMIUM_ARGS = [
@@ -302,25 +304,23 @@ def test_render_writes_html_by_suffix(tmp_path, capsys):
     np.testing.assert_array_equal(data["positions"], record.positions)
 
 
-def test_run_directory_gets_the_gif_episode_as_html(tmp_path):
-    from ppage_jax.train import make_train_config
-    from ppage_jax.train.run.checkpoint import template_policy
-    from ppage_jax.viz.inspector import write_run_html
-    from ppage_jax.viz.run_gif import trained_policy
-
-    config = pj.load_config(
-        "configs/1v1",
-        {"env.size": 6, "experiment.algorithm.name": "ippo", "experiment.num_envs": 4},
-    )
-    tc = make_train_config(config)
-    rng = np.random.default_rng(0)
-    policies = jax.tree.map(
-        lambda s: rng.normal(0.0, 0.5, s.shape).astype(s.dtype), template_policy(tc, num_seeds=1)
-    )
-    path = write_run_html(tmp_path, tc, policies, seed=5, max_steps=8)
-    assert path == tmp_path / "episode.html"
-    states, _ = rollout_states(
-        tc.env, jax.random.PRNGKey(5), trained_policy(tc, policies), max_steps=8
-    )
-    positions = np.asarray(page_data(path)["positions"])
+def test_run_directory_gets_the_gif_episode_as_html(env, policy, tmp_path):
+    """episode.html and episode.gif of a run directory show the same episode of any policy."""
+    run_dir = tmp_path / "my-run"
+    run_dir.mkdir()
+    path = write_run_html(run_dir, env, policy, seed=5, max_steps=MAX_STEPS, label="chase")
+    assert path == run_dir / "episode.html"
+    data = page_data(path)
+    assert data["title"] == "my-run: chase, layout seed 5"
+    assert data["end"] == "terminated"
+    states, _ = rollout_states(env, jax.random.PRNGKey(5), policy, max_steps=MAX_STEPS)
+    positions = np.asarray(data["positions"])
     np.testing.assert_array_equal(positions, np.asarray(states.positions)[: len(positions)])
+    gif = write_run_gif(run_dir, env, policy, seed=5, max_steps=MAX_STEPS, cell_px=8)
+    assert gif == run_dir / "episode.gif"
+    frames = render_episode(env, jax.random.PRNGKey(5), policy, max_steps=MAX_STEPS, cell_px=8)
+    assert len(frames) == len(positions)  # the reset state, then every turn to the end
+    write_gif(tmp_path / "same.gif", frames)
+    np.testing.assert_array_equal(
+        iio.imread(gif, index=None), iio.imread(tmp_path / "same.gif", index=None)
+    )

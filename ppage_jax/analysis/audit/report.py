@@ -4,7 +4,8 @@ check and the flags."""
 
 from __future__ import annotations
 
-from ppage_jax.analysis.audit.settings import COMPONENT_LABELS, ROLE_TITLES, ROLES
+from ppage_jax.analysis.audit.settings import COMPONENT_LABELS, ROLE_TITLES
+from ppage_jax.types import ROLES
 
 
 def format_report(report: dict) -> str:

@@ -19,7 +19,6 @@ import numpy as np
 from jax import lax
 
 from ppage_jax.analysis.audit.settings import TERM_COMPONENTS, AuditSettings, Component
-from ppage_jax.config import SECTIONS
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import Turn, episode_keys, play_episodes
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
@@ -60,7 +59,7 @@ def rollout_program(
     """The compiled rollout for this static structure, built once per structure (at most 8
     kept): reward numbers are traced, so new weights or params reuse it. ``names``: the
     predator and the prey baselines it can play (indices into them pick a pair)."""
-    static = env.config.hash(tuple(s for s in SECTIONS if s != "rewards"))
+    static = env.spec.digest(rewards=False)
     key = (static, env.reward_terms, variants, episodes, turns, names)
     if key not in _ROLLOUTS:
         if len(_ROLLOUTS) >= 8:

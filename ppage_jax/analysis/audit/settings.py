@@ -14,7 +14,6 @@ from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
 # Reset seeds of the audit's held-out block: episode i starts from PRNGKey(AUDIT_SEED + i).
 AUDIT_SEED = 900_000
 TASK_TERM = "base"
-ROLES = ("predator", "prey")
 ROLE_TITLES = {"predator": "predators", "prey": "prey"}
 
 

@@ -12,9 +12,13 @@ import numpy as np
 from ppage_jax.analysis.audit.flags import audit_flags, gross_magnitudes
 from ppage_jax.analysis.audit.rollouts import Variant, audit_rollouts
 from ppage_jax.analysis.audit.settings import TASK_TERM, TERM_COMPONENTS, AuditSettings, role_rows
+from ppage_jax.config import Config
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.summary import summarize_episodes
 from ppage_jax.state import EnvParams
+
+# The report's ``config`` when the audited env comes with no Config (its hash is the spec's).
+SPEC_SOURCE = "env spec"
 
 
 def column_names(env: GridWorld, variants: list[Variant]) -> list[tuple[str, int, int]]:
@@ -78,10 +82,17 @@ def summarize_pair(
 
 
 def audit_rewards(
-    env: GridWorld, params: EnvParams | None = None, settings: AuditSettings | None = None
+    env: GridWorld,
+    params: EnvParams | None = None,
+    settings: AuditSettings | None = None,
+    *,
+    config: Config | None = None,
 ) -> dict[str, Any]:
     """Run the audit (``settings`` default: ``AuditSettings()``) and return a JSON-ready
-    report (``format_report`` renders it)."""
+    report (``format_report`` renders it). ``config``, the Config ``env`` was made from,
+    names the report's ``config`` (its path, None for the package defaults) and
+    ``config_hash``; without it ``config`` is ``"env spec"`` and ``config_hash`` the
+    spec's digest."""
     params = env.default_params if params is None else params
     settings = AuditSettings() if settings is None else settings
     rollouts = audit_rollouts(env, params, settings)
@@ -90,8 +101,8 @@ def audit_rewards(
     masks = np.asarray(params.reward.role_masks)
     rows = role_rows(env)
     report: dict[str, Any] = {
-        "config": env.config.path,
-        "config_hash": env.config.hash(),
+        "config": SPEC_SOURCE if config is None else config.path,
+        "config_hash": env.spec.digest() if config is None else config.hash(),
         "layout": {
             "size": env.layout.size,
             "predators": env.layout.n_predators,

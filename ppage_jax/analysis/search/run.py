@@ -275,7 +275,8 @@ class SearchTracker:
     generation (best and median task metric, feasible share, the best candidate's values)."""
 
     def __init__(self, loggers: Sequence[str], out_dir: Path, spec: SearchSpec):
-        from ppage_jax.tracking.base import LOGGERS, flat_hparams, open_logger
+        from ppage_jax.tracking.base import flat_hparams
+        from ppage_jax.tracking.loggers import LOGGERS, open_logger
 
         self.spec = spec
         backends = [b for b in loggers if LOGGERS[b] is not None]

@@ -32,25 +32,30 @@ evaluation, re-evaluation training, re-evaluation layouts) must not overlap.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
 
 from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
 from ppage_jax.analysis.search.strategies import STRATEGIES
+from ppage_jax.analysis.sweep.reading import (
+    SpecReader,
+    check_disjoint,
+    display_path,
+    open_spec_file,
+    read_eval,
+)
 from ppage_jax.analysis.sweep.spec import (
-    EVAL_POLICIES,
     Arm,
     SweepSpec,
-    _display,
-    _read_arm,
-    _Reader,
-    _shared_config,
-    _union_entries,
+    declared_param,
+    read_arm,
+    shared_config,
+    union_entries,
 )
-from ppage_jax.config import NAME_RULE, Config, ConfigError, is_safe_name, load_config, load_yaml
-from ppage_jax.rewards.registry import Choice, get_term, reward_terms
+from ppage_jax.config import NAME_RULE, Config, is_safe_name, load_config
+from ppage_jax.rewards.compose import term_entries
+from ppage_jax.rewards.registry import Choice, reward_terms
 
 SEARCH_KEYS = (
     "config",
@@ -218,30 +223,9 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     (``{"generations": 2}``; a ``set`` override is merged into the file's ``set``). Every
     problem raises a one-line :class:`ConfigError` naming the file, the key, the value and
     what is allowed."""
-    file = Path(path)
-    source, base = str(file), file.resolve().parent
-    if not file.is_file():
-        raise ConfigError(source, "<path>", str(file), "must be an existing search file")
-    raw = load_yaml(file.read_bytes(), source)
-    read = _Reader(source)
-    if not isinstance(raw, dict) or set(raw) != {"search"}:
-        read.fail(
-            "<top level>",
-            raw if not isinstance(raw, dict) else sorted(raw),
-            "a search file holds exactly one top-level key, 'search'",
-        )
-    body = copy.deepcopy(read.mapping("search", raw["search"], SEARCH_KEYS))
-    for key, value in (overrides or {}).items():
-        if key not in SEARCH_KEYS:
-            raise ConfigError(
-                f"override {key}={value!r}",
-                key,
-                value,
-                f"unknown search key; allowed: {list(SEARCH_KEYS)}",
-            )
-        if key == "set" and isinstance(body.get("set"), dict) and isinstance(value, dict):
-            value = {**body["set"], **value}
-        body[key] = value
+    read, raw, base = open_spec_file(path, "search")
+    source = read.path
+    body = read.section(raw, "search", SEARCH_KEYS, overrides)
 
     if "config" not in body:
         read.fail("search.config", None, "must name the base config directory")
@@ -261,7 +245,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     # a weight the space searches for a term the design lacks adds the term (defaults)
     known = reward_terms()
     weights = dict(design_raw.get("weights") or {})
-    present = {e.name for e in _design_entries(config)}
+    present = {e.name for e in term_entries(config["rewards"])}
     for key in space_raw:
         parts = str(key).split(".")
         if parts[0] == "weights" and len(parts) == 2:
@@ -275,8 +259,8 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
                 weights[parts[1]] = 0.0
     if weights:
         design_raw["weights"] = weights
-    design = _read_arm(read, "design", design_raw, config, sets, base, "search.design")
-    design = dataclasses.replace(design, source=f"{_display(Path(config.path))}")
+    design = read_arm(read, "design", design_raw, config, sets, base, "search.design")
+    design = dataclasses.replace(design, source=f"{display_path(Path(config.path))}")
 
     refs_raw = body.get("references")
     if refs_raw is None:
@@ -287,11 +271,11 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         if not is_safe_name(name) or name == "design":
             read.fail("search.references", name, f"a reference name must be {NAME_RULE}")
     references = tuple(
-        _read_arm(read, str(name), spec, config, sets, base, f"search.references.{name}")
+        read_arm(read, str(name), spec, config, sets, base, f"search.references.{name}")
         for name, spec in refs_raw.items()
     )
     # one term structure: the design holds every shared term (absent ones at weight 0)
-    union = _union_entries((design, *references))
+    union = union_entries((design, *references))
     own = {e.name: e for e in design.entries}
     design = dataclasses.replace(
         design,
@@ -330,28 +314,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     train_seed = read.integer("search.train_seed", body.get("train_seed", 0), 0)
 
     ev = read.mapping("search.eval", body.get("eval"), EVAL_KEYS)
-    eval_seed = read.integer("search.eval.seed", ev.get("seed", 1_000_000), 0)
-    eval_episodes = read.integer("search.eval.episodes", ev.get("episodes", 64), 1)
-    eval_max_steps = read.integer("search.eval.max_steps", ev.get("max_steps"), 1, True)
-    eval_policy = ev.get("policy", "greedy")
-    if eval_policy not in EVAL_POLICIES:
-        read.fail("search.eval.policy", eval_policy, f"must be one of {list(EVAL_POLICIES)}")
-    if eval_policy == "sampled":
-        from ppage_jax.train.registry import algorithm
-
-        name = config["experiment"]["algorithm"]["name"]
-        if not algorithm(name).STOCHASTIC:
-            read.fail(
-                "search.eval.policy",
-                eval_policy,
-                f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'",
-            )
-    if eval_max_steps is None and config["env"]["termination"]["max_steps"] is None:
-        read.fail(
-            "search.eval.max_steps",
-            None,
-            "must be set when env.termination.max_steps is null (evaluation needs a step cap)",
-        )
+    evaluation = read_eval(read, "search.eval", ev, config, episodes=64)
     metric = ev.get("metric", "rmst")
     if metric not in METRICS:
         hint = " (survivor-biased: use rmst)" if metric == "steps_to_capture" else ""
@@ -398,7 +361,12 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     )
     blocks = [
         ("search.train_seed", train_seed, seeds, "the search's training seeds"),
-        ("search.eval.seed", eval_seed, eval_episodes, "the search's held-out layouts"),
+        (
+            "search.eval.seed",
+            evaluation.seed,
+            evaluation.episodes,
+            "the search's held-out layouts",
+        ),
         (
             "search.reevaluate.train_seed",
             reevaluate.train_seed,
@@ -412,20 +380,12 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
             "the re-evaluation's layouts",
         ),
     ]
-    for i, (key, start, count, what) in enumerate(blocks):
-        for _, other, other_count, other_what in blocks[:i]:
-            if start < other + other_count and other < start + count:
-                read.fail(
-                    key,
-                    start,
-                    f"{what} [{start}, {start + count}) overlap {other_what} "
-                    f"[{other}, {other + other_count}); the re-evaluation must see fresh seeds",
-                )
-    output_dir = body.get("output_dir", "runs/search/" + file.stem)
+    check_disjoint(read, blocks, "the re-evaluation must see fresh seeds")
+    output_dir = body.get("output_dir", "runs/search/" + Path(path).stem)
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("search.output_dir", output_dir, "must be a directory path")
 
-    shared = _shared_config(config, (design, *references), sets)
+    shared = shared_config(config, (design, *references), sets)
     return SearchSpec(
         source,
         shared,
@@ -439,10 +399,10 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         generations,
         seed,
         train_seed,
-        eval_seed,
-        eval_episodes,
-        eval_max_steps,
-        eval_policy,
+        evaluation.seed,
+        evaluation.episodes,
+        evaluation.max_steps,
+        evaluation.policy,
         metric,
         Constraint(monitor, tuple(dict.fromkeys(checks)), tuple(dict.fromkeys(audit_checks))),
         audit_episodes,
@@ -451,13 +411,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     )
 
 
-def _design_entries(config: Config):
-    from ppage_jax.rewards.compose import term_entries
-
-    return term_entries(config["rewards"])
-
-
-def _read_dimension(read: _Reader, key: str, raw: Any, design: Arm, config: Config) -> Dimension:
+def _read_dimension(read: SpecReader, key: str, raw: Any, design: Arm, config: Config) -> Dimension:
     where = f"search.space.{key}"
     parts = key.split(".")
     kind = parts[0]
@@ -472,15 +426,10 @@ def _read_dimension(read: _Reader, key: str, raw: Any, design: Arm, config: Conf
     if kind == "params":
         if name not in entries:
             read.fail(where, raw, f"{name!r} is not a term of the design: {list(entries)}")
-        declared = get_term(name).params
-        if param not in declared:
-            read.fail(
-                where, raw, f"unknown param of reward term {name!r}; its params: {sorted(declared)}"
-            )
-        if isinstance(declared[param], Choice):
+        if isinstance(declared_param(read, where, raw, name, param), Choice):
             read.fail(where, raw, f"{name}.{param} is a choice, not a number: not searchable")
     if kind == "hyperparams":
-        from ppage_jax.train.kit.traced import check_value
+        from ppage_jax.config.hyperparams import check_value
         from ppage_jax.train.registry import hyperparams_class
 
         algo = config["experiment"]["algorithm"]["name"]

@@ -24,14 +24,19 @@ overwriting (its search files are deleted first, nothing else).
 from __future__ import annotations
 
 import csv
-import io
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from ppage_jax.analysis.sweep.auditing import HEADER as AUDIT_HEADER
-from ppage_jax.analysis.sweep.writer import cell, float_value, identity_hash
+from ppage_jax.analysis.sweep.writer import (
+    cell,
+    clear_output,
+    csv_text,
+    float_value,
+    identity_hash,
+    resumed_manifest,
+)
 from ppage_jax.analysis.sweep.writer import read_manifest as read_any_manifest
 from ppage_jax.artifacts import (
     OutputError,
@@ -68,14 +73,6 @@ REEVAL_HEADER = ("arm", "seed", "metric", "value")
 EPISODE_HEADER = ("arm", "seed", "episode", "length", "captured")
 
 
-def csv_text(header: tuple[str, ...], rows: list[tuple]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 def read_csv(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
@@ -102,31 +99,17 @@ class SearchWriter:
         # the seconds earlier runs of this search spent (kept across --resume)
         self.previous_seconds = 0.0
         self.identity = identity_hash(identity)
-        present = [name for name in SEARCH_FILES if (self.dir / name).exists()]
         if resume and (self.dir / MANIFEST).exists():
-            manifest = read_manifest(self.dir)
-            if manifest.get("identity") != self.identity:
-                raise OutputError(
-                    f"{self.dir} holds another search (identity {manifest.get('identity')}, "
-                    f"this one is {self.identity}: the search file or its configs changed); "
-                    f"rerun it with --overwrite or choose another output directory"
-                )
-            self.manifest = manifest
+            self.manifest = resumed_manifest(
+                self.dir, self.identity, "search", MANIFEST_FORMAT, "the search file or its configs"
+            )
             try:
                 before = json.loads((self.dir / DESCRIPTION).read_text())
                 self.previous_seconds = float(before.get("search_seconds", 0.0))
             except (OSError, ValueError, TypeError):
                 self.previous_seconds = 0.0
         else:
-            if present and not overwrite:
-                raise OutputError(
-                    f"search directory {self.dir} already holds a search ({', '.join(present)}); "
-                    f"continue it with --resume, replace it with --overwrite, or choose "
-                    f"another output directory"
-                )
-            for name in present:
-                target = self.dir / name
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            clear_output(self.dir, SEARCH_FILES, "search", overwrite, "--resume")
             self.manifest = {
                 "format": MANIFEST_FORMAT,
                 "identity": self.identity,

@@ -16,12 +16,12 @@ flag name (:data:`CHECKS`).
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import jax.numpy as jnp
 
+from ppage_jax.analysis.sweep.writer import csv_text
 from ppage_jax.artifacts import write_text
 from ppage_jax.env import GridWorld
 from ppage_jax.state import NO_TRUNCATION, EnvParams
@@ -76,12 +76,8 @@ def audit_rows(
 
 def write_audit(directory: str | Path, rows: Sequence[tuple]) -> Path:
     """``directory/audit.csv`` (atomically)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
-    writer.writerows(rows)
     path = Path(directory) / AUDIT_FILE
-    write_text(path, out.getvalue())
+    write_text(path, csv_text(HEADER, rows))
     return path
 
 

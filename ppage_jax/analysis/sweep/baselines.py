@@ -14,14 +14,13 @@ sweep's evaluation step limit. ``baselines.csv``: ``policy, metric, value`` rows
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from ppage_jax.analysis.sweep.metrics import EPISODE_METRICS
-from ppage_jax.analysis.sweep.writer import cell, float_value
+from ppage_jax.analysis.sweep.writer import cell, csv_text, float_value
 from ppage_jax.artifacts import write_text
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams
@@ -57,12 +56,8 @@ def baseline_rows(
 
 def write_baselines(directory: str | Path, rows: list[tuple[str, str, float]]) -> Path:
     """``directory/baselines.csv`` (atomically; NaN as an empty cell)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(HEADER)
-    writer.writerows((p, m, cell(v)) for p, m, v in rows)
     path = Path(directory) / BASELINES_FILE
-    write_text(path, out.getvalue())
+    write_text(path, csv_text(HEADER, [(p, m, cell(v)) for p, m, v in rows]))
     return path
 
 

@@ -11,22 +11,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ppage_jax.analysis.sweep.monitoring import FIRST
+from ppage_jax.viz.run_figures import smoothed
 
 # The monitor's default window (experiment.monitor.window): the trailing mean's length.
 WINDOW = 20
-
-
-def trailing_mean(values: np.ndarray, window: int) -> np.ndarray:
-    """Mean of the finite values among the last ``window`` up to each index; NaN until a
-    full window has passed (the first updates see only the episodes that ended early, so
-    alone they overstate the capture rate) and where the window holds no finite value."""
-    out = np.full(values.shape, np.nan)
-    for i in range(min(window, values.size) - 1, values.size):
-        recent = values[max(0, i - window + 1) : i + 1]
-        recent = recent[np.isfinite(recent)]
-        if recent.size:
-            out[i] = recent.mean()
-    return out
 
 
 def task_peak(
@@ -35,9 +23,12 @@ def task_peak(
     """``(env_steps, peak, final)`` of a per-update task metric (higher is better), keyed by
     env steps and read from past ``after`` env steps (the monitor's warm-up): where its
     trailing mean over ``window`` updates was highest (the first such step), that mean, and
-    the trailing mean at the last update."""
+    the trailing mean at the last update. The mean skips NaN updates and is NaN until a full
+    window has passed: the first updates see only the episodes that ended early, so alone
+    they overstate the capture rate."""
     steps = np.asarray(sorted(s for s in series if s > after), np.int64)
-    smooth = trailing_mean(np.asarray([series[s] for s in steps], np.float64), window)
+    smooth = smoothed(np.asarray([series[s] for s in steps], np.float64), window)
+    smooth[: min(window, steps.size) - 1] = np.nan
     if not np.isfinite(smooth).any():
         return int(steps[-1]) if steps.size else 0, math.nan, math.nan
     best = int(np.nanargmax(smooth))
@@ -73,7 +64,7 @@ def flag_timing(
         ]
         firsts = [f for f in firsts if math.isfinite(f)]
         peak_step, peak, final = task_peak(
-            curves.get(metric, {}).get(arm, {}).get(seed, {}), window
+            curves.get(metric, {}).get(arm, {}).get(seed, {}), window, after
         )
         rows.append(
             dict(

@@ -9,8 +9,8 @@ import numpy as np
 
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.summary import summarize_episodes
+from ppage_jax.types import ROLES
 
-ROLES = ("predator", "prey")
 # Evaluation metrics kept from ppage_jax.episodes.summarize_episodes (one value per run).
 EPISODE_METRICS = (
     "capture_rate",

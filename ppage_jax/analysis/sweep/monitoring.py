@@ -71,3 +71,13 @@ def monitor_run(
     for column in watcher.columns:
         out[first_column(column)] = float(first[column]) if column in first else math.nan
     return out
+
+
+def describe_monitors(config: Any, monitors: dict[str, Monitor | None]) -> dict[str, Any]:
+    """sweep.json's ``monitor``: the config's ``experiment.monitor``, the columns watched per
+    arm and the longest warm-up (updates)."""
+    return {
+        "config": config["experiment"].get("monitor") or {},
+        "watched": {n: list(m.columns) if m else [] for n, m in monitors.items()},
+        "warmup_updates": max((m.warmup for m in monitors.values() if m), default=0),
+    }

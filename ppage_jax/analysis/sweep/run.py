@@ -29,11 +29,13 @@ the rest:
 
 Modules: ``trainers`` (the default train/eval functions), ``program`` (stacking, compiling,
 chunking), ``metrics`` (per-run numbers), ``monitoring`` (the reward-hacking monitor per run),
-``auditing`` (the audit stage), ``writer`` (files), ``run`` (:func:`run_sweep`).
+``auditing`` (the audit stage), ``baselines`` (the fixed baselines), ``writer`` (files),
+``run`` (:func:`run_sweep`: :func:`plan_sweep`, then the stages in order).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -43,12 +45,13 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import Mesh
 
 from ppage_jax import distributed
 from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, audit_rows, write_audit
 from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, baseline_rows, write_baselines
 from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
-from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
+from ppage_jax.analysis.sweep.monitoring import arm_monitors, describe_monitors, monitor_run
 from ppage_jax.analysis.sweep.program import (
     MEMORY_BUDGET_ENV,
     compile_chunk,
@@ -60,13 +63,50 @@ from ppage_jax.analysis.sweep.program import (
 )
 from ppage_jax.analysis.sweep.spec import SweepSpec
 from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn, trainer_functions
-from ppage_jax.analysis.sweep.writer import open_sweep_writer
+from ppage_jax.analysis.sweep.writer import FollowerWriter, SweepWriter, open_sweep_writer
 from ppage_jax.artifacts import fault
+from ppage_jax.env import GridWorld
 from ppage_jax.sharding import make_mesh, shard_global, to_host
+from ppage_jax.state import EnvParams
 from ppage_jax.tracking.sweep import SweepRecorder
 
 # On CPU, without an explicit chunk_size, the runs are split into this many chunks.
 CPU_CHUNKS = 4
+
+Writer = SweepWriter | FollowerWriter
+# One scored run of a chunk: (arm, seed, results, training curve rows).
+ScoredRun = tuple[str, int, dict[str, float], list]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SweepPlan:
+    """What a sweep runs, settled before it touches the output directory: the env, the
+    train/eval functions, the stacked runs (arm-major) and the evaluation's step limit."""
+
+    spec: SweepSpec
+    env: GridWorld
+    train_fn: TrainFn
+    eval_fn: EvalFn
+    env_steps_per_update: int
+    out_dir: Path
+    runs: list[tuple[str, int]]
+    keys: jax.Array  # [R]
+    inputs: Any  # what the program takes per run: EnvParams [R], or (EnvParams, hyperparams)
+    arm_params: list[EnvParams]
+    horizon: int  # the evaluation's step limit (time to capture is censored there)
+    mesh: Mesh  # every process's devices
+
+    @property
+    def total(self) -> int:
+        return len(self.runs)
+
+    @property
+    def devices(self) -> int:
+        return int(self.mesh.devices.size)
+
+    @property
+    def arm_names(self) -> list[str]:
+        return [arm.name for arm in self.spec.arms]
 
 
 def sweep_identity(
@@ -81,6 +121,251 @@ def sweep_identity(
         env_steps_per_update=env_steps_per_update,
         eval_step_limit=horizon,
     )
+
+
+def plan_sweep(
+    spec: SweepSpec,
+    train_fn: TrainFn | None = None,
+    eval_fn: EvalFn | None = None,
+    env_steps_per_update: int | None = None,
+    output_dir: str | Path | None = None,
+) -> SweepPlan:
+    """The :class:`SweepPlan` of ``spec``: the config's training and evaluation
+    (:func:`trainer_functions`) where a function is not given, the output directory
+    (default: the spec's), the stacked runs and the mesh of every process's devices."""
+    env = spec.make_env()
+    if train_fn is None or eval_fn is None:
+        default_train, default_eval, default_steps = trainer_functions(spec, env)
+        train_fn = train_fn or default_train
+        eval_fn = eval_fn or default_eval
+        env_steps_per_update = env_steps_per_update or default_steps
+    runs, keys, params = stack_runs(spec, env)
+    hyper = stack_hyperparams(spec)
+    return SweepPlan(
+        spec=spec,
+        env=env,
+        train_fn=train_fn,
+        eval_fn=eval_fn,
+        env_steps_per_update=env_steps_per_update or 1,
+        out_dir=Path(output_dir or spec.output_dir),
+        runs=runs,
+        keys=keys,
+        inputs=(params, hyper) if hyper else params,
+        arm_params=spec.arm_params(env),
+        horizon=spec.eval_max_steps or int(np.asarray(params.max_steps).reshape(-1)[0]),
+        mesh=make_mesh(),
+    )
+
+
+def open_writer(plan: SweepPlan, source: dict | None, resume: bool, overwrite: bool) -> Writer:
+    """The sweep's output directory (:func:`open_sweep_writer`: refused, resumed or
+    overwritten) with sweep.json's first description of the sweep and the machine."""
+    spec = plan.spec
+    description = dict(
+        spec.describe(),
+        runs=plan.total,
+        devices=plan.devices,
+        processes=jax.process_count(),
+        platform=jax.devices()[0].platform,
+        env_steps_per_update=plan.env_steps_per_update,
+        eval_step_limit=plan.horizon,
+    )
+    identity = sweep_identity(spec, plan.runs, plan.env_steps_per_update, plan.horizon)
+    return open_sweep_writer(
+        plan.out_dir, description, identity, source=source, resume=resume, overwrite=overwrite
+    )
+
+
+def audit_stage(plan: SweepPlan) -> None:
+    """audit.csv: the reward audit of every arm (skipped with ``audit: false``, and on
+    resume when the file is there)."""
+    if plan.spec.audit and not (plan.out_dir / AUDIT_FILE).is_file():
+        rows = audit_rows(plan.env, plan.arm_params, plan.arm_names, plan.horizon)
+        write_audit(plan.out_dir, rows)
+
+
+def baselines_stage(plan: SweepPlan) -> None:
+    """baselines.csv: the fixed baselines on the held-out layouts (kept on resume)."""
+    if (plan.out_dir / BASELINES_FILE).is_file():
+        return
+    spec, env = plan.spec, plan.env
+    rows = baseline_rows(
+        spec.config,
+        env,
+        env.default_params,
+        spec.eval_seed,
+        spec.eval_episodes,
+        spec.eval_max_steps,
+    )
+    write_baselines(plan.out_dir, rows)
+
+
+def before_training(plan: SweepPlan, writer: Writer, monitors: dict) -> None:
+    """Process 0's stages before anything trains: the monitor's settings into sweep.json,
+    then :func:`audit_stage` and :func:`baselines_stage`."""
+    writer.write_description(
+        monitor=describe_monitors(plan.spec.config, monitors), audit=plan.spec.audit
+    )
+    audit_stage(plan)
+    baselines_stage(plan)
+
+
+def choose_chunk_size(
+    plan: SweepPlan, recorded: int | None, memory_budget_bytes: int | str | None
+) -> tuple[int, int | None]:
+    """``(chunk, budget)``: the runs per compiled call to start from, a multiple of the
+    devices, and the memory budget per device it is to be shrunk to (None: the chunk is
+    fixed). A resumed sweep keeps its ``recorded`` chunk size (the same program), then
+    ``spec.chunk_size``; else every run at once within the budget (process 0's), or
+    ``CPU_CHUNKS`` chunks on CPU without a set budget."""
+    total, n_dev = plan.total, plan.devices
+    if recorded is not None:
+        return recorded, None
+    if plan.spec.chunk_size is not None:
+        return int(math.ceil(min(plan.spec.chunk_size, total) / n_dev)) * n_dev, None
+    budget = distributed.share(memory_budget(memory_budget_bytes))  # process 0's
+    given = memory_budget_bytes is not None or bool(os.environ.get(MEMORY_BUDGET_ENV))
+    if jax.devices()[0].platform == "cpu" and not given:
+        # a few cores gain little from a wider vmap: chunk for progress and early results
+        return int(math.ceil(math.ceil(total / CPU_CHUNKS) / n_dev)) * n_dev, budget
+    return int(math.ceil(total / n_dev)) * n_dev, budget
+
+
+def unfinished_chunks(writer: Writer, total: int, chunk: int) -> list[int]:
+    """Indices of the chunks of ``chunk`` runs the output directory does not hold yet."""
+    done = set(writer.finished())
+    return [i for i in range(math.ceil(total / chunk)) if i not in done]
+
+
+@dataclasses.dataclass
+class FinishedRuns:
+    """The sweep's finished runs (process 0's; empty on the others): their results and
+    training curves, kept in the output directory and logged to the trackers as each chunk
+    finishes."""
+
+    writer: Writer
+    recorder: SweepRecorder
+    results: dict[tuple[str, int], dict[str, float]] = dataclasses.field(default_factory=dict)
+    curves: dict[tuple[str, int], list] = dataclasses.field(default_factory=dict)
+
+    def read_back(self) -> None:
+        """Take in the chunks the output directory already holds (a resumed sweep)."""
+        for index in self.writer.finished():
+            results, curves = self.writer.read_chunk(index)
+            self.results.update(results)
+            self.curves.update(curves)
+
+    def keep(self, index: int, first: int, scored: list[ScoredRun]) -> None:
+        """Chunk ``index``'s scored runs (from run ``first``): into the tables, to the
+        trackers, then committed to the output directory."""
+        for arm, seed, result, curve in scored:
+            self.results[arm, seed], self.curves[arm, seed] = result, curve
+            self.recorder.add(arm, seed, result, curve)
+        self.writer.add_chunk(index, first, scored)
+
+
+def compile_sweep(
+    plan: SweepPlan, writer: Writer, chunk: int, budget: int | None
+) -> tuple[Any, int, float]:
+    """``(compiled, chunk, seconds)``: the train-then-evaluate program compiled for a chunk
+    (:func:`compile_chunk`, shrunk to the ``budget``), every process at process 0's size;
+    the chunk size is committed and sweep.json gains the compile time and program size."""
+    start = time.perf_counter()
+    program = make_program(plan.train_fn, plan.eval_fn)
+    compiled, chunk, need = compile_chunk(program, plan.keys, plan.inputs, chunk, plan.mesh, budget)
+    agreed = distributed.share(chunk)
+    if agreed != chunk:  # another process measured otherwise: process 0's size
+        compiled, chunk, need = compile_chunk(program, plan.keys, plan.inputs, agreed, plan.mesh)
+    seconds = time.perf_counter() - start
+    writer.set_chunk_size(chunk)
+    writer.write_description(
+        chunk_size=chunk,
+        compile_seconds=round(seconds, 2),
+        memory_budget_bytes=budget,
+        program_bytes_per_device=need,
+    )
+    return compiled, chunk, seconds
+
+
+def train_chunk(
+    plan: SweepPlan, compiled: Any, index: int, chunk: int, number: int
+) -> tuple[int, int, Any, Any]:
+    """Train and evaluate chunk ``index`` (its ``number``-th of this call): ``(first, real,
+    metrics, episodes)``, the index of its first run, how many runs are real (the last chunk
+    is padded with its last run) and the host copies of the outputs (a collective)."""
+    first = index * chunk
+    positions = np.arange(first, first + chunk)
+    real = int((positions < plan.total).sum())
+    positions = np.minimum(positions, plan.total - 1)
+    args = shard_global((np.asarray(plan.keys)[positions], take(plan.inputs, positions)), plan.mesh)
+    metrics, episodes = compiled(*args)
+    fault(f"chunk:{number}")  # testing hook: killed while a chunk runs
+    metrics, episodes = to_host((metrics, episodes))
+    return first, real, metrics, episodes
+
+
+def score_runs(
+    plan: SweepPlan, monitors: dict, metrics: Any, episodes: Any, first: int, count: int
+) -> list[ScoredRun]:
+    """The first ``count`` runs of a trained chunk (starting at run ``first``): each one's
+    evaluation metrics, training curve and reward-hacking monitor columns."""
+    scored = []
+    for j in range(count):
+        arm, seed = plan.runs[first + j]
+        result = run_metrics(plan.env, take(episodes, j), plan.horizon)
+        curve = curve_rows(plan.env, take(metrics, j), plan.env_steps_per_update)
+        result.update(monitor_run(monitors[arm], seed, curve))
+        scored.append((arm, seed, result, curve))
+    return scored
+
+
+def train_chunks(
+    plan: SweepPlan,
+    compiled: Any,
+    chunk: int,
+    todo: list[int],
+    *,
+    monitors: dict,
+    finished: FinishedRuns,
+    stop: Callable[[], bool],
+    progress: bool,
+) -> tuple[int, bool]:
+    """Train, score and keep the ``todo`` chunks in order, asking ``stop()`` before each:
+    ``(chunks run, stopped)``. Without a ``compiled`` program (stopped before compiling)
+    nothing runs. ``progress``: a progress bar over every run of the sweep."""
+    from tqdm.auto import tqdm
+
+    lead = distributed.is_writer()
+    bar = tqdm(
+        total=plan.total,
+        unit="run",
+        desc="sweep",
+        disable=not progress,
+        initial=len(finished.results),
+    )
+    ran, stopped = 0, False
+    for index in todo:
+        if compiled is None or stop():
+            stopped = True
+            break
+        first, real, metrics, episodes = train_chunk(plan, compiled, index, chunk, ran + 1)
+        scored = score_runs(plan, monitors, metrics, episodes, first, real if lead else 0)
+        finished.keep(index, first, scored)
+        ran += 1
+        fault(f"between:{ran}")  # testing hook: killed between chunks
+        bar.update(real)
+        if lead:
+            rates = [r["capture_rate"] for r in finished.results.values()]
+            bar.set_postfix(capture_rate=f"{np.mean(rates):.2f}")
+    bar.close()
+    return ran, stopped
+
+
+def stop_signal(should_stop: Callable[[], bool] | None) -> Callable[[], bool]:
+    """``should_stop`` asked on every process; true on all when true on any, so every
+    process stops at the same chunk."""
+    asked = (lambda: False) if should_stop is None else should_stop
+    return lambda: distributed.any_process(asked())
 
 
 def run_sweep(
@@ -125,161 +410,51 @@ def run_sweep(
     "compile_seconds", "seconds", "output_dir", "stopped"}`` (results: {(arm, seed):
     metrics}; ``chunks`` counts the finished chunks, ``chunks_run`` those run by this call).
     """
-    from tqdm.auto import tqdm
-
-    env = spec.make_env()
-    if train_fn is None or eval_fn is None:
-        default_train, default_eval, default_steps = trainer_functions(spec, env)
-        train_fn = train_fn or default_train
-        eval_fn = eval_fn or default_eval
-        env_steps_per_update = env_steps_per_update or default_steps
-    env_steps_per_update = env_steps_per_update or 1
-    out_dir = Path(output_dir or spec.output_dir)
-    runs, keys, params = stack_runs(spec, env)
-    horizon = spec.eval_max_steps or int(np.asarray(params.max_steps).reshape(-1)[0])
-    hyper = stack_hyperparams(spec)
-    inputs = (params, hyper) if hyper else params  # what the program takes per run
-    total = len(runs)
-    mesh = make_mesh()
-    n_dev = mesh.devices.size
+    plan = plan_sweep(spec, train_fn, eval_fn, env_steps_per_update, output_dir)
     lead = distributed.is_writer()
-    writer = open_sweep_writer(
-        out_dir,
-        dict(
-            spec.describe(),
-            runs=total,
-            devices=n_dev,
-            processes=jax.process_count(),
-            platform=jax.devices()[0].platform,
-            env_steps_per_update=env_steps_per_update,
-            eval_step_limit=horizon,
-        ),
-        sweep_identity(spec, runs, env_steps_per_update, horizon),
-        source=source,
-        resume=resume,
-        overwrite=overwrite,
-    )
-    recorder = SweepRecorder(loggers if lead else (), out_dir, spec)
-    names = [arm.name for arm in spec.arms]
-    arm_params = spec.arm_params(env)
-    monitors = arm_monitors(spec.config, env, arm_params, names) if lead else {}
+    writer = open_writer(plan, source, resume, overwrite)
+    finished = FinishedRuns(writer, SweepRecorder(loggers if lead else (), plan.out_dir, spec))
+    monitors = arm_monitors(spec.config, plan.env, plan.arm_params, plan.arm_names) if lead else {}
     if lead:
-        writer.write_description(
-            monitor={
-                "config": spec.config["experiment"].get("monitor") or {},
-                "watched": {n: list(m.columns) if m else [] for n, m in monitors.items()},
-                "warmup_updates": max((m.warmup for m in monitors.values() if m), default=0),
-            },
-            audit=spec.audit,
-        )
-        if spec.audit and not (out_dir / AUDIT_FILE).is_file():  # resume keeps it
-            write_audit(out_dir, audit_rows(env, arm_params, names, horizon))
-        if not (out_dir / BASELINES_FILE).is_file():  # resume keeps it
-            rows = baseline_rows(
-                spec.config,
-                env,
-                env.default_params,
-                spec.eval_seed,
-                spec.eval_episodes,
-                spec.eval_max_steps,
-            )
-            write_baselines(out_dir, rows)
-    budget = None
-    if writer.chunk_size is not None:  # resuming: the recorded chunks, the same program
-        chunk = writer.chunk_size
-    elif spec.chunk_size is not None:
-        chunk = int(math.ceil(min(spec.chunk_size, total) / n_dev)) * n_dev
-    else:
-        budget = distributed.share(memory_budget(memory_budget_bytes))  # process 0's
-        given = memory_budget_bytes is not None or bool(os.environ.get(MEMORY_BUDGET_ENV))
-        if jax.devices()[0].platform == "cpu" and not given:
-            # a few cores gain little from a wider vmap: chunk for progress and early results
-            chunk = int(math.ceil(math.ceil(total / CPU_CHUNKS) / n_dev)) * n_dev
-        else:  # as many runs as fit the budget
-            chunk = int(math.ceil(total / n_dev)) * n_dev
-    results: dict[tuple[str, int], dict[str, float]] = {}
-    curves: dict[tuple[str, int], list] = {}
-    for index in writer.finished():
-        done_results, done_curves = writer.read_chunk(index)
-        results.update(done_results)
-        curves.update(done_curves)
-    asked = (lambda: False) if should_stop is None else should_stop
-
-    def stop() -> bool:  # every process stops at the same chunk
-        return distributed.any_process(asked())
+        before_training(plan, writer, monitors)
+    chunk, budget = choose_chunk_size(plan, writer.chunk_size, memory_budget_bytes)
+    finished.read_back()
+    stop = stop_signal(should_stop)
 
     start = time.perf_counter()
-    compile_seconds = 0.0
-    n_chunks = math.ceil(total / chunk)
-    todo = [i for i in range(n_chunks) if i not in set(writer.finished())]
-    compiled = None
+    compiled, compile_seconds = None, 0.0
+    todo = unfinished_chunks(writer, plan.total, chunk)
     if todo and not stop():
-        program = make_program(train_fn, eval_fn)
-        compiled, chunk, need = compile_chunk(program, keys, inputs, chunk, mesh, budget)
-        agreed = distributed.share(chunk)
-        if agreed != chunk:  # another process measured otherwise: process 0's size
-            compiled, chunk, need = compile_chunk(program, keys, inputs, agreed, mesh)
-        compile_seconds = time.perf_counter() - start
-        writer.set_chunk_size(chunk)
-        writer.write_description(
-            chunk_size=chunk,
-            compile_seconds=round(compile_seconds, 2),
-            memory_budget_bytes=budget,
-            program_bytes_per_device=need,
-        )
-        n_chunks = math.ceil(total / chunk)
-        todo = [i for i in range(n_chunks) if i not in set(writer.finished())]
-    bar = tqdm(
-        total=total, unit="run", desc="sweep", disable=not (progress and lead), initial=len(results)
+        compiled, chunk, compile_seconds = compile_sweep(plan, writer, chunk, budget)
+        todo = unfinished_chunks(writer, plan.total, chunk)
+    ran, stopped = train_chunks(
+        plan,
+        compiled,
+        chunk,
+        todo,
+        monitors=monitors,
+        finished=finished,
+        stop=stop,
+        progress=progress and lead,
     )
-    ran, stopped = 0, False
-    for index in todo:
-        if compiled is None or stop():
-            stopped = True
-            break
-        first = index * chunk
-        positions = np.arange(first, first + chunk)
-        real = int((positions < total).sum())
-        positions = np.minimum(positions, total - 1)  # pad the last chunk with its last run
-        args = shard_global((np.asarray(keys)[positions], take(inputs, positions)), mesh)
-        metrics, episodes = compiled(*args)
-        fault(f"chunk:{ran + 1}")  # testing hook: killed while a chunk runs
-        metrics, episodes = to_host((metrics, episodes))  # every process: collective
-        finished = []
-        for j in range(real if lead else 0):
-            arm, seed = runs[first + j]
-            result = run_metrics(env, take(episodes, j), horizon)
-            curve = curve_rows(env, take(metrics, j), env_steps_per_update)
-            result.update(monitor_run(monitors[arm], seed, curve))
-            results[(arm, seed)], curves[(arm, seed)] = result, curve
-            finished.append((arm, seed, result, curve))
-            recorder.add(arm, seed, result, curve)
-        writer.add_chunk(index, first, finished)
-        ran += 1
-        fault(f"between:{ran}")  # testing hook: killed between chunks
-        bar.update(real)
-        if lead:
-            rates = [r["capture_rate"] for r in results.values()]
-            bar.set_postfix(capture_rate=f"{np.mean(rates):.2f}")
-    bar.close()
     if not todo:
         writer.write_tables()  # a kill may have come before they were written
     seconds = time.perf_counter() - start
     writer.write_description(seconds=round(seconds, 2), chunks=len(writer.finished()))
     summary = {
-        "runs": runs,
-        "results": results,
-        "curves": curves,
+        "runs": plan.runs,
+        "results": finished.results,
+        "curves": finished.curves,
         "chunk_size": chunk,
         "chunks": len(writer.finished()),
         "chunks_run": ran,
         "compile_seconds": compile_seconds,
         "seconds": seconds,
-        "output_dir": str(out_dir),
+        "output_dir": str(plan.out_dir),
         "stopped": stopped,
     }
     if report and lead and not stopped:
         from ppage_jax.analysis.sweep.report import write_report
 
-        summary["report"] = str(write_report(out_dir))
+        summary["report"] = str(write_report(plan.out_dir))
     return summary

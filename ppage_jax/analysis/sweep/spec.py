@@ -35,25 +35,23 @@ root).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.config import (
-    NAME_RULE,
-    PACKAGED_CONFIGS,
-    SECTIONS,
-    Config,
-    ConfigError,
-    is_safe_name,
-    load_config,
-    load_yaml,
+from ppage_jax.analysis.sweep.reading import (
+    REPO_ROOT,
+    SpecReader,
+    check_disjoint,
+    display_path,
+    open_spec_file,
+    read_eval,
 )
+from ppage_jax.config import NAME_RULE, SECTIONS, Config, ConfigError, is_safe_name, load_config
 from ppage_jax.env import GridWorld, make
 from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
-from ppage_jax.rewards.registry import ROLES, Choice, get_term, reward_terms
+from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term, reward_terms
 from ppage_jax.state import EnvParams
 
 SWEEP_KEYS = (
@@ -70,14 +68,9 @@ SWEEP_KEYS = (
 )
 ARM_KEYS = ("config", "weights", "disable", "params", "applies_to", "hyperparams")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
-# How the trained policy acts in evaluation: its greedy actions, or actions sampled from it
-# (stochastic learners such as IPPO).
-EVAL_POLICIES = ("greedy", "sampled")
 ABLATION_DIR = "configs/ablation"
 # PPAGE's four conditions (configs/ablation/<name>), the default arms.
 ABLATION_ARMS = ("base_only", "predator_distance", "survival", "both")
-# The folder holding the shipped `configs/` (inside the installed package).
-REPO_ROOT = PACKAGED_CONFIGS.parent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +107,7 @@ class SweepSpec:
 
     @property
     def terms(self) -> tuple[str, ...]:
-        return tuple(e.name for e in _union_entries(self.arms))
+        return tuple(e.name for e in union_entries(self.arms))
 
     def make_env(self) -> GridWorld:
         return make(self.config)
@@ -126,7 +119,7 @@ class SweepSpec:
             own = {e.name: e for e in arm.entries}
             entries = [
                 own.get(e.name, dataclasses.replace(e, weight=0.0))
-                for e in _union_entries(self.arms)
+                for e in union_entries(self.arms)
             ]
             reward = RewardComposer(entries, env.layout).default_params(arm.gamma)
             out.append(env.default_params.replace(reward=reward))
@@ -160,7 +153,7 @@ class SweepSpec:
                 arms[arm.name]["hyperparams"] = hyper
         return {
             "sweep": self.path,
-            "config": _display(Path(self.config.path)),
+            "config": display_path(Path(self.config.path)),
             "config_hash": self.config.hash(),
             "terms": list(self.terms),
             "arms": arms,
@@ -184,76 +177,14 @@ def default_sweep_file() -> str | None:
     return None
 
 
-def _display(path: Path) -> str:
-    """A path relative to the current directory when it lies below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _union_entries(arms) -> list[TermEntry]:
+def union_entries(arms: Iterable[Arm]) -> list[TermEntry]:
+    """The shared term structure of ``arms``: every term some arm has, in order of first
+    appearance, with the first arm's entry of it."""
     seen: dict[str, TermEntry] = {}
     for arm in arms:
         for entry in arm.entries:
             seen.setdefault(entry.name, entry)
     return list(seen.values())
-
-
-class _Reader:
-    """Raises ConfigErrors that name the sweep file."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def fail(self, key: str, value: Any, allowed: str) -> None:
-        raise ConfigError(self.path, key, value, allowed)
-
-    def mapping(self, key: str, value: Any, allowed_keys=None) -> dict:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            self.fail(key, value, "must be a mapping")
-        if allowed_keys is not None:
-            for k in value:
-                if k not in allowed_keys:
-                    self.fail(
-                        f"{key}.{k}",
-                        value[k],
-                        f"unknown key; allowed keys of {key}: {list(allowed_keys)}",
-                    )
-        return value
-
-    def integer(self, key: str, value: Any, low: int, nullable: bool = False) -> int | None:
-        if value is None and nullable:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            self.fail(
-                key, value, f"must be an integer >= {low}" + (" (or null)" if nullable else "")
-            )
-        return value
-
-    def number(self, key: str, value: Any) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            self.fail(key, value, "must be a finite number")
-        return float(value)
-
-    def resolve(self, key: str, value: Any, base: Path) -> Path:
-        if not isinstance(value, str) or not value:
-            self.fail(key, value, "must be a path to a config directory")
-        for root in (base, Path.cwd(), REPO_ROOT):
-            candidate = (root / value).resolve()
-            if candidate.exists():
-                return candidate
-        self.fail(
-            key,
-            value,
-            f"no such config directory (looked in {base}, the current directory and {REPO_ROOT})",
-        )
 
 
 def load_sweep(
@@ -266,32 +197,12 @@ def load_sweep(
     problem raises a ConfigError naming the file, the key, the value and what is allowed.
     """
     if path is None:
-        raw, source, base = {"sweep": {}}, "default sweep (PPAGE's four conditions)", Path.cwd()
+        read = SpecReader("default sweep (PPAGE's four conditions)")
+        raw, base = {"sweep": {}}, Path.cwd()
     else:
-        file = Path(path)
-        source, base = str(file), file.resolve().parent
-        if not file.is_file():
-            raise ConfigError(source, "<path>", str(file), "must be an existing sweep file")
-        raw = load_yaml(file.read_bytes(), source)
-    read = _Reader(source)
-    if not isinstance(raw, dict) or set(raw) != {"sweep"}:
-        read.fail(
-            "<top level>",
-            raw if not isinstance(raw, dict) else sorted(raw),
-            "a sweep file holds exactly one top-level key, 'sweep'",
-        )
-    body = copy.deepcopy(read.mapping("sweep", raw["sweep"], SWEEP_KEYS))
-    for key, value in (overrides or {}).items():
-        if key not in SWEEP_KEYS:
-            raise ConfigError(
-                f"override {key}={value!r}",
-                key,
-                value,
-                f"unknown sweep key; allowed: {list(SWEEP_KEYS)}",
-            )
-        if key == "set" and isinstance(body.get("set"), dict) and isinstance(value, dict):
-            value = {**body["set"], **value}
-        body[key] = value
+        read, raw, base = open_spec_file(path, "sweep")
+    source = read.path
+    body = read.section(raw, "sweep", SWEEP_KEYS, overrides)
 
     config_dir = read.resolve("sweep.config", body.get("config", f"{ABLATION_DIR}/both"), base)
     sets = read.mapping("sweep.set", body.get("set"))
@@ -331,68 +242,46 @@ def load_sweep(
             )
         arms_raw = {k: v for k, v in arms_raw.items() if k in arms or k in baselines}
     arms = tuple(
-        _read_arm(read, str(name), spec, config, sets, base) for name, spec in arms_raw.items()
+        read_arm(read, str(name), spec, config, sets, base) for name, spec in arms_raw.items()
     )
 
     seeds = read.integer("sweep.seeds", body.get("seeds", 8), 1)
     train_seed = read.integer("sweep.train_seed", body.get("train_seed", 0), 0)
     ev = read.mapping("sweep.eval", body.get("eval"), EVAL_KEYS)
-    eval_seed = read.integer("sweep.eval.seed", ev.get("seed", 1_000_000), 0)
-    eval_episodes = read.integer("sweep.eval.episodes", ev.get("episodes", 256), 1)
-    eval_max_steps = read.integer("sweep.eval.max_steps", ev.get("max_steps"), 1, True)
-    eval_policy = ev.get("policy", "greedy")
-    if eval_policy not in EVAL_POLICIES:
-        read.fail("sweep.eval.policy", eval_policy, f"must be one of {list(EVAL_POLICIES)}")
-    if eval_policy == "sampled":
-        from ppage_jax.train.registry import algorithm
-
-        name = config["experiment"]["algorithm"]["name"]
-        if not algorithm(name).STOCHASTIC:
-            read.fail(
-                "sweep.eval.policy",
-                eval_policy,
-                f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'",
-            )
-    if eval_max_steps is None and config["env"]["termination"]["max_steps"] is None:
-        read.fail(
-            "sweep.eval.max_steps",
-            None,
-            "must be set when env.termination.max_steps "
-            "is null (evaluation episodes need a step cap)",
-        )
-    if train_seed < eval_seed + eval_episodes and eval_seed < train_seed + seeds:
-        read.fail(
-            "sweep.eval.seed",
-            eval_seed,
-            f"the evaluation block [{eval_seed}, {eval_seed + eval_episodes}) must not "
-            f"overlap the training seeds [{train_seed}, {train_seed + seeds})",
-        )
+    evaluation = read_eval(read, "sweep.eval", ev, config, episodes=256)
+    check_disjoint(
+        read,
+        [
+            ("sweep.train_seed", train_seed, seeds, "the training seeds"),
+            ("sweep.eval.seed", evaluation.seed, evaluation.episodes, "the evaluation block"),
+        ],
+    )
     chunk = read.integer("sweep.chunk_size", body.get("chunk_size"), 1, True)
     output_dir = body.get("output_dir", "runs/sweeps/" + (Path(path).stem if path else "ablation"))
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("sweep.output_dir", output_dir, "must be a directory path")
 
-    shared = _shared_config(config, arms, sets)
+    shared = shared_config(config, arms, sets)
     return SweepSpec(
-        source,
-        shared,
-        arms,
-        str(baselines[0]),
-        seeds,
-        train_seed,
-        eval_seed,
-        eval_episodes,
-        eval_max_steps,
-        eval_policy,
-        chunk,
-        output_dir,
-        tuple(dict.fromkeys(baselines)),
-        audit,
+        path=source,
+        config=shared,
+        arms=arms,
+        baseline=str(baselines[0]),
+        seeds=seeds,
+        train_seed=train_seed,
+        eval_seed=evaluation.seed,
+        eval_episodes=evaluation.episodes,
+        eval_max_steps=evaluation.max_steps,
+        eval_policy=evaluation.policy,
+        chunk_size=chunk,
+        output_dir=output_dir,
+        baselines=tuple(dict.fromkeys(baselines)),
+        audit=audit,
     )
 
 
-def _read_arm(
-    read: _Reader,
+def read_arm(
+    read: SpecReader,
     name: str,
     spec: Any,
     base_config: Config,
@@ -421,7 +310,7 @@ def _read_arm(
             name,
             tuple(term_entries(arm_config["rewards"])),
             float(arm_config["rewards"]["gamma"]),
-            _display(directory),
+            display_path(directory),
             hyperparams,
         )
 
@@ -452,20 +341,12 @@ def _read_arm(
         if term not in entries:
             read.fail(key, values, f"is not a term of this arm; its terms: {list(entries)}")
         values = read.mapping(key, values)
-        declared = get_term(term).params
         params = dict(entries[term].params)
         for param, value in values.items():
-            if param not in declared:
-                read.fail(
-                    f"{key}.{param}",
-                    value,
-                    f"unknown param of reward term {term!r}; its params: {sorted(declared)}",
-                )
-            if isinstance(declared[param], Choice):
-                if value not in declared[param].options:
-                    read.fail(
-                        f"{key}.{param}", value, f"must be one of {list(declared[param].options)}"
-                    )
+            declared = declared_param(read, f"{key}.{param}", value, term, param)
+            if isinstance(declared, Choice):
+                if value not in declared.options:
+                    read.fail(f"{key}.{param}", value, f"must be one of {list(declared.options)}")
             else:
                 value = read.number(f"{key}.{param}", value)
             params[param] = value
@@ -474,22 +355,35 @@ def _read_arm(
         key = f"{where}.applies_to.{term}"
         if term not in entries:
             read.fail(key, role, f"is not a term of this arm; its terms: {list(entries)}")
-        if role not in ROLES:
-            read.fail(key, role, f"must be one of {list(ROLES)}")
+        if role not in APPLIES_TO:
+            read.fail(key, role, f"must be one of {list(APPLIES_TO)}")
         entries[term] = dataclasses.replace(entries[term], applies_to=role)
     return Arm(
         name,
         tuple(entries.values()),
         float(base_config["rewards"]["gamma"]),
-        f"{_display(Path(base_config.path))} + edits",
+        f"{display_path(Path(base_config.path))} + edits",
         hyperparams,
     )
 
 
-def _read_hyperparams(read: _Reader, where: str, values: Any, config: Config) -> dict[str, float]:
+def declared_param(read: SpecReader, key: str, value: Any, term: str, param: str) -> Any:
+    """Reward term ``term``'s declaration of ``param`` (a :class:`Choice` or its number's
+    default); a param the term does not declare fails at ``key``."""
+    declared = get_term(term).params
+    if param not in declared:
+        read.fail(
+            key, value, f"unknown param of reward term {term!r}; its params: {sorted(declared)}"
+        )
+    return declared[param]
+
+
+def _read_hyperparams(
+    read: SpecReader, where: str, values: Any, config: Config
+) -> dict[str, float]:
     """An arm's ``hyperparams``: traced training hyperparameters of the configured algorithm
     (:mod:`ppage_jax.train.kit.traced`), each validated like its config key."""
-    from ppage_jax.train.kit.traced import check_value
+    from ppage_jax.config.hyperparams import check_value
     from ppage_jax.train.registry import hyperparams_class
 
     algo = config["experiment"]["algorithm"]["name"]
@@ -502,7 +396,7 @@ def _read_hyperparams(read: _Reader, where: str, values: Any, config: Config) ->
     return out
 
 
-def _check_same_structure(read: _Reader, where: str, arm: Config, base: Config) -> None:
+def _check_same_structure(read: SpecReader, where: str, arm: Config, base: Config) -> None:
     """Arms may differ only in ``rewards``; name the first other key that differs."""
 
     def first_difference(a: Any, b: Any, prefix: str) -> str | None:
@@ -528,9 +422,9 @@ def _check_same_structure(read: _Reader, where: str, arm: Config, base: Config) 
             )
 
 
-def _shared_config(config: Config, arms: tuple[Arm, ...], sets: dict) -> Config:
+def shared_config(config: Config, arms: tuple[Arm, ...], sets: dict) -> Config:
     """The base config rewritten to hold the union of every arm's terms."""
-    union = _union_entries(arms)
+    union = union_entries(arms)
     shaping = [
         {"name": e.name, "weight": e.weight, "params": dict(e.params), "applies_to": e.applies_to}
         for e in union

@@ -28,6 +28,7 @@ import io
 import json
 import math
 import shutil
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,22 @@ def identity_hash(identity: dict) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def sweep_files(directory: Path) -> list[str]:
-    """The sweep files present in ``directory``."""
-    return [name for name in SWEEP_FILES if (directory / name).exists()]
+def clear_output(
+    directory: Path, names: Sequence[str], kind: str, overwrite: bool, resume: str
+) -> None:
+    """Make way for a new ``kind`` (sweep, search) in ``directory``: refused
+    (:class:`OutputError`, ``resume`` the flag that would continue it) while it holds any of
+    the ``kind``'s files ``names``, unless ``overwrite``, which deletes them (nothing else)."""
+    present = [name for name in names if (directory / name).exists()]
+    if present and not overwrite:
+        raise OutputError(
+            f"{kind} directory {directory} already holds a {kind} ({', '.join(present)}); "
+            f"continue it with {resume}, replace it with --overwrite, or choose another "
+            f"output directory"
+        )
+    for name in present:
+        target = directory / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
 
 
 def read_manifest(
@@ -104,7 +118,27 @@ def read_manifest(
     return manifest
 
 
-def _csv_text(header: tuple[str, ...], rows: list[tuple]) -> str:
+def resumed_manifest(
+    directory: Path,
+    identity: str,
+    kind: str = "sweep",
+    format_name: str = MANIFEST_FORMAT,
+    sources: str = "the sweep file, its configs or the arms",
+) -> dict:
+    """The manifest of the ``kind`` to resume in ``directory``; :class:`OutputError` when it
+    holds another one (its ``identity`` hash differs: one of ``sources`` changed)."""
+    manifest = read_manifest(directory, kind, format_name)
+    if manifest.get("identity") != identity:
+        raise OutputError(
+            f"{directory} holds another {kind} (identity {manifest.get('identity')}, this one "
+            f"is {identity}: {sources} changed); rerun it with --overwrite or choose another "
+            f"output directory"
+        )
+    return manifest
+
+
+def csv_text(header: tuple[str, ...], rows: Iterable[tuple]) -> str:
+    """A CSV table (``\\n`` line ends) of ``header`` and ``rows``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -130,26 +164,10 @@ class SweepWriter:
         self.dir = prepare_output_dir(output_dir, "sweep directory")
         self.description = dict(description)
         self.identity = identity_hash(identity)
-        present = sweep_files(self.dir)
         if resume:
-            manifest = read_manifest(self.dir)
-            if manifest.get("identity") != self.identity:
-                raise OutputError(
-                    f"{self.dir} holds another sweep (identity {manifest.get('identity')}, this "
-                    f"one is {self.identity}: the sweep file, its configs or the arms changed); "
-                    f"rerun it with --overwrite or choose another output directory"
-                )
-            self.manifest = manifest
+            self.manifest = resumed_manifest(self.dir, self.identity)
         else:
-            if present and not overwrite:
-                raise OutputError(
-                    f"sweep directory {self.dir} already holds a sweep ({', '.join(present)}); "
-                    f"continue it with --resume {self.dir}, replace it with --overwrite, or "
-                    f"choose another output directory"
-                )
-            for name in present:
-                target = self.dir / name
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            clear_output(self.dir, SWEEP_FILES, "sweep", overwrite, f"--resume {self.dir}")
             self.manifest = {
                 "format": MANIFEST_FORMAT,
                 "identity": self.identity,
@@ -237,8 +255,8 @@ class SweepWriter:
             for arm, seed, _, rows in runs
             for update, steps, metric, value in rows
         ]
-        write_text(self._chunk_path(index, "results"), _csv_text(self.RESULT_HEADER, results))
-        write_text(self._chunk_path(index, "curves"), _csv_text(self.CURVE_HEADER, curves))
+        write_text(self._chunk_path(index, "results"), csv_text(self.RESULT_HEADER, results))
+        write_text(self._chunk_path(index, "curves"), csv_text(self.CURVE_HEADER, curves))
         fault(f"commit:{len(self.manifest['chunks']) + 1}")  # testing hook: before the commit
         self.manifest["chunks"][str(index)] = [int(first), len(runs)]
         self._commit()
@@ -250,7 +268,7 @@ class SweepWriter:
             (RESULTS, "results", self.RESULT_HEADER),
             (CURVES, "curves", self.CURVE_HEADER),
         ):
-            parts = [_csv_text(header, [])]
+            parts = [csv_text(header, [])]
             for index in self.finished():
                 text = self._chunk_path(index, kind).read_text()
                 parts.append(text.split("\n", 1)[1])  # drop the chunk's header

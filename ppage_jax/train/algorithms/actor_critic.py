@@ -35,10 +35,10 @@ from flax import struct
 from ppage_jax.config.hyperparams_ppage import ActorCriticHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks, optim, pg, rollout
+from ppage_jax.train.kit import networks, optim, pg, roles, rollout
 from ppage_jax.train.kit.pg import Learner
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress, roles
+from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
 
 Hyperparams = ActorCriticHyperparams

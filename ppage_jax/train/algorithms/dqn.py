@@ -28,9 +28,9 @@ from flax.training.train_state import TrainState
 from ppage_jax.config.hyperparams import DQNHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import exploration, networks, optim, rollout
+from ppage_jax.train.kit import exploration, networks, optim, roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress, roles
+from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
 
 Hyperparams = DQNHyperparams

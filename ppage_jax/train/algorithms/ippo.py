@@ -42,10 +42,10 @@ from flax.training.train_state import TrainState
 from ppage_jax.config.hyperparams import TEACHERS, IPPOHyperparams
 from ppage_jax.state import EnvParams, State
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks, optim, pg
+from ppage_jax.train.kit import networks, optim, pg, roles
 from ppage_jax.train.kit.encoders import Encoder, InputSpec, activation_fn, input_spec, scaled_init
 from ppage_jax.train.kit.rollout import EnvCarry, env_reset, env_step, masked_mean
-from ppage_jax.train.run import progress, roles
+from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
 
 # critic_input(tc, role, state[E]) -> float[E, n_role, G]: a centralised critic's input.

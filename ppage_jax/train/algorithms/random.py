@@ -13,9 +13,9 @@ from flax import struct
 from ppage_jax.config.hyperparams import RandomHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import rollout
+from ppage_jax.train.kit import roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress, roles
+from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
 
 Hyperparams = RandomHyperparams

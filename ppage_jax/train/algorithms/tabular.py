@@ -39,9 +39,9 @@ from flax import struct
 from ppage_jax.config.hyperparams import TabularHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import exploration, rollout
+from ppage_jax.train.kit import exploration, roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress, roles
+from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
 
 

@@ -1,23 +1,26 @@
 """Encoders that fit the observation: the torso a network puts in front of its MLP layers.
 
-``network`` (an algorithm parameter) picks one; ``null`` picks it from the observation:
+``network`` (an algorithm parameter) picks one; ``null`` picks it from what the observation
+builder declares (:class:`~ppage_jax.observations.ObservationBuilder`):
 
 - ``mlp``: no encoder, the flat observation goes straight into the MLP layers.
-- ``cnn``: a small convolutional torso over a spatial observation (``grid``: its
-  ``env.observation_shape``, (2R+1, 2R+1, channels)): a 3x3 convolution of ``encoder_width``
+- ``cnn``: a small convolutional torso over a spatial observation (one that declares a
+  ``shape``, e.g. ``grid``: (2R+1, 2R+1, channels)): a 3x3 convolution of ``encoder_width``
   channels with stride 2 (zero-padded: (R+1) x (R+1) positions, each seeing a 3x3 patch),
   flattened. One layer: on two CPU cores a second, full-resolution layer cost five times as
   much per step.
-- ``set``: a permutation-invariant encoder over PPAGE's fixed slots (``local_radius``,
-  ``absolute``, ``relative``: one slot per other agent and one per obstacle, in an order that
-  carries no meaning). DeepSets with a positional embedding: every slot that is present adds
-  its features (agents: present, prey, captured; obstacles: present) at the cell of an
-  egocentric (2R+1) x (2R+1) window that its offset from the observer names, a sum over the
-  slots (so the slot order cannot matter), then the same convolutional torso as ``cnn``. An
-  ``outside the grid`` channel comes from the observer's own position where the observation
-  has it. R is the view radius (``local_radius``) or the grid size - 1. A ``local_radius``
-  slot is present when its ``present`` feature is set; an ``absolute`` or ``relative`` slot
-  when any of its features is non-zero (a switched-off block is all zeros).
+- ``set``: a permutation-invariant encoder over an observation's fixed slots (one that
+  declares ``slots``, e.g. PPAGE's ``local_radius``, ``absolute``, ``relative``: one slot per
+  other agent and one per obstacle, in an order that carries no meaning). DeepSets with a
+  positional embedding: every slot that is present adds its features (agents: present, prey,
+  captured; obstacles: present) at the cell of an egocentric (2R+1) x (2R+1) window that its
+  offset from the observer names, a sum over the slots (so the slot order cannot matter),
+  then the same convolutional torso as ``cnn``. An ``outside the grid`` channel comes from
+  the observer's own position where the observation has it. R is the window radius the
+  slots declare (``local_radius``: its largest view radius; ``absolute``, ``relative``: the
+  grid size - 1). A slot is present when its ``present`` feature is set (``local_radius``),
+  or when any of its features is non-zero (``absolute``, ``relative``: a switched-off block
+  is all zeros).
 
 The features outside the slots (the observer's own block, the wall distances) and whatever
 follows the observation (the one-hot agent id) pass through beside the encoder's output; the
@@ -31,7 +34,6 @@ LAPACK kernel that can wedge XLA's CPU thread pool.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import TYPE_CHECKING
 
 import flax.linen as nn
@@ -39,7 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.config.hyperparams import NETWORKS, SLOT_BUILDERS, network_error
+from ppage_jax.config.hyperparams import NETWORKS
+from ppage_jax.observations import ObservationBuilder, SlotGroup
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld
@@ -53,28 +56,6 @@ def scaled_init(gain: float) -> nn.initializers.Initializer:
 def activation_fn(name: str):
     """``"tanh"`` or ``"relu"`` as a function."""
     return nn.tanh if name == "tanh" else nn.relu
-
-
-@dataclasses.dataclass(frozen=True)
-class SlotGroup:
-    """``count`` slots of ``width`` features starting at feature ``start``. A slot is present
-    when its feature ``present`` is non-zero (None: when any feature is); its features ``x``,
-    ``y`` are its position (an offset from the observer, or ``absolute`` grid coordinates) and
-    ``channels`` the features it adds at that cell (-1: a constant 1)."""
-
-    name: str
-    start: int
-    width: int
-    count: int
-    present: int | None
-    x: int
-    y: int
-    channels: tuple[int, ...]
-    absolute: bool = False
-
-    @property
-    def stop(self) -> int:
-        return self.start + self.width * self.count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,84 +91,54 @@ class InputSpec:
         return width, width, channels
 
 
-def slot_groups(builder: str, num_agents: int, num_obstacles: int) -> tuple[SlotGroup, ...]:
-    """The slot groups of a PPAGE slot observation (layouts in ``docs/observations.md``)."""
-    n, k = num_agents, num_obstacles
-    if builder == "local_radius":
-        # [x, y, radius, captured]; per agent [present, dx, dy, manhattan, type_id, captured];
-        # per obstacle [present, dx, dy, manhattan]
-        groups = (
-            SlotGroup("agents", 4, 6, n, 0, 1, 2, (0, 4, 5)),
-            SlotGroup("obstacles", 4 + 6 * n, 4, k, 0, 1, 2, (0,)),
-        )
-    elif builder in ("absolute", "relative"):
-        # own 7; per other agent [x, y, dist, type_id, team_base, team_idx, captured];
-        # per obstacle [x, y, dist]; x, y absolute or (other - self)
-        absolute = builder == "absolute"
-        groups = (
-            SlotGroup("agents", 7, 7, n - 1, None, 0, 1, (-1, 3, 6), absolute),
-            SlotGroup("obstacles", 7 + 7 * (n - 1), 3, k, None, 0, 1, (-1,), absolute),
-        )
-    else:
-        raise ValueError(
-            f"observation {builder!r} has no slots; the set encoder reads {list(SLOT_BUILDERS)}"
-        )
-    return tuple(g for g in groups if g.count > 0)
-
-
-def default_network(builder: str, spatial: bool) -> str:
+def default_network(observation: ObservationBuilder) -> str:
     """The encoder an observation gets when ``network`` is null: ``cnn`` for a spatial one
-    (``grid``), ``set`` for PPAGE's slot observations, ``mlp`` otherwise."""
-    if spatial:
+    (it declares a ``shape``: ``grid``), ``set`` for one that declares ``slots`` (PPAGE's
+    slot observations), ``mlp`` otherwise."""
+    if observation.shape is not None:
         return "cnn"
-    return "set" if builder in SLOT_BUILDERS else "mlp"
+    return "set" if observation.slots is not None else "mlp"
 
 
-def view_radius(env: GridWorld) -> int:
-    """The set encoder's window radius: the largest view radius of a ``local_radius``
-    observation, else (and at most) the grid size - 1."""
-    size = env.layout.size
-    obs = env.config["observations"]
-    if obs["type"] != "local_radius":
-        return size - 1
-    from ppage_jax.observations.builders import local_radius
-
-    default = inspect.signature(local_radius).parameters["radius"].default
-    radii = [(obs["params"] or {}).get("radius", default)]
-    radii += [
-        body["radius"]
-        for body in (obs["per_agent"] or {}).values()
-        if isinstance(body, dict) and "radius" in body
-    ]
-    return min(size - 1, max(radii))
+def reading_error(network: str, observation: ObservationBuilder) -> str | None:
+    """Why encoder ``network`` cannot read ``observation`` (None when it can)."""
+    if network not in NETWORKS:
+        return f"must be one of {list(NETWORKS)}"
+    if network == "cnn" and observation.shape is None:
+        return (
+            f"cnn needs a spatial observation (one that declares a shape); the observation "
+            f"is {observation.name!r}"
+        )
+    if network == "set" and observation.slots is None:
+        return (
+            f"set needs a slot observation (one that declares slots); the observation is "
+            f"{observation.name!r}"
+        )
+    return None
 
 
 def input_spec(env: GridWorld, network: str | None, scale: float = 1.0) -> InputSpec:
     """The :class:`InputSpec` of ``env``'s observation for ``network`` (None: the default);
     ``scale`` is the factor the network's observations were multiplied by."""
-    builder, shape = env.observation.name, env.observation_shape
-    network = default_network(builder, shape is not None) if network is None else network
-    error = (
-        f"must be one of {list(NETWORKS)}"
-        if network not in NETWORKS
-        else network_error(network, builder, shape is not None)
-    )
+    observation = env.observation
+    network = default_network(observation) if network is None else network
+    error = reading_error(network, observation)
     if error is not None:
         raise ValueError(f"network {network!r}: {error}")
     if network == "cnn":
-        return InputSpec(network, env.observation_size, tuple(shape))
+        return InputSpec(network, observation.size, tuple(observation.shape))
     if network == "set":
-        layout = env.layout
+        slots = observation.slots
         return InputSpec(
             network,
-            env.observation_size,
-            groups=slot_groups(builder, layout.num_agents, layout.num_obstacles),
-            radius=view_radius(env),
-            own=None if builder == "relative" else (0, 1),
-            size=layout.size,
+            observation.size,
+            groups=tuple(g for g in slots.groups if g.count > 0),
+            radius=slots.radius,
+            own=slots.own,
+            size=env.layout.size,
             scale=float(scale),
         )
-    return InputSpec(network, env.observation_size)
+    return InputSpec(network, observation.size)
 
 
 class Encoder(nn.Module):

@@ -32,9 +32,9 @@ from flax.training.train_state import TrainState
 
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks, optim, rollout
+from ppage_jax.train.kit import networks, optim, roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress, roles
+from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
 
 NORM_EPS = 1e-4  # PPAGE's normaliser: std floor, and the std before any target is seen

@@ -1,6 +1,8 @@
 """Traced training hyperparameters: the float settings a learner reads inside its compiled
 program (step sizes, loss coefficients, clipping, ``gamma``, ``gae_lambda``, exploration,
-``alpha``), declared with ``param(..., traced=True)`` in :mod:`ppage_jax.config.hyperparams`.
+``alpha``), declared with ``param(..., traced=True)`` in :mod:`ppage_jax.config.hyperparams`
+(which also lists them, :func:`~ppage_jax.config.hyperparams.traced_names`, and checks a value
+for one, :func:`~ppage_jax.config.hyperparams.check_value`).
 
 A :class:`~ppage_jax.train.config.TrainConfig` is static: its ``hp`` holds Python values, so a
 new value is a new program. :func:`bind` returns the TrainConfig whose ``hp`` holds traced
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from ppage_jax.config.hyperparams import Hyperparams
+from ppage_jax.config.hyperparams import Hyperparams, traced_names
 
 if TYPE_CHECKING:
     from ppage_jax.train.config import TrainConfig
@@ -29,31 +31,10 @@ if TYPE_CHECKING:
 TracedHyperparams = dict[str, jax.Array]
 
 
-def traced_names(cls: type[Hyperparams]) -> tuple[str, ...]:
-    """The traced hyperparameters of declaration ``cls``, in declaration order."""
-    return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("traced", False))
-
-
 def traced_values(hp: Hyperparams, names: tuple[str, ...] | None = None) -> TracedHyperparams:
     """``{name: float32}`` of ``hp``'s traced hyperparameters (``names``: a subset)."""
     names = traced_names(type(hp)) if names is None else names
     return {name: jnp.asarray(hp.traced_value(name), jnp.float32) for name in names}
-
-
-def check_value(cls: type[Hyperparams], name: str, value: object, algorithm: str) -> float:
-    """``value`` for traced hyperparameter ``name`` of ``cls``, validated (a numeric string
-    such as YAML's ``3e-4`` is read as a number); ValueError with a one-line reason."""
-    from ppage_jax.config.hyperparams import checks
-
-    allowed = traced_names(cls)
-    if name not in allowed:
-        raise ValueError(f"is not a traced hyperparameter of {algorithm}; traced: {list(allowed)}")
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    return float(checks(cls)[name].validate(value))
 
 
 def bind(tc: TrainConfig, values: Mapping[str, jax.Array] | None) -> TrainConfig:

@@ -40,7 +40,6 @@ from ppage_jax.train.registry import algorithm
 
 FORMAT = 1
 TRAINING_FORMAT = "ppage_jax training checkpoint 1"
-CHECKPOINT_DIR = "checkpoints"
 KEEP_CHECKPOINTS = 2  # training checkpoints kept (the newest)
 CHECKPOINTS_PER_RUN = 5  # experiment.checkpoint_every: null spreads this many over a run
 

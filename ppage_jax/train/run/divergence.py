@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.run.roles import ROLES
+from ppage_jax.types import ROLES
 
 
 class DivergenceError(RuntimeError):

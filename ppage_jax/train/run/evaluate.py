@@ -35,9 +35,9 @@ from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
 from ppage_jax.state import EnvParams
 from ppage_jax.stats.survival import BOOTSTRAP_REPS
 from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.kit.roles import LEARN, ROLES, FrozenPolicy
 from ppage_jax.train.protocol import acting_one
 from ppage_jax.train.registry import algorithm
-from ppage_jax.train.run.roles import LEARN, ROLES, FrozenPolicy
 
 # name -> (predators, prey). A side plays "trained" (the policy as it acts), "greedy",
 # "sampled" (stochastic policies) or a baseline name ("random", "noop", "chase" for

@@ -1,16 +1,34 @@
-"""Config -> TrainConfig. The ``experiment`` section's schema and validator live in
-:mod:`ppage_jax.config.experiment`, the algorithms in :mod:`ppage_jax.train.registry`."""
+"""Config -> TrainConfig, with what each role plays: ``learn``, a baseline, or a policy
+frozen from another run's checkpoint. The ``experiment`` section's schema and validator live
+in :mod:`ppage_jax.config.experiment`, the algorithms' hyperparameter declarations in
+:mod:`ppage_jax.config.algorithms`."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ppage_jax.config import Config, notice
+import jax
+import numpy as np
+import yaml
+
+from ppage_jax.config import Config, ConfigError, load_config, notice
+from ppage_jax.config.algorithms import algorithm_params
+from ppage_jax.config.hyperparams import from_params
+from ppage_jax.config.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
 from ppage_jax.defaults import SECTIONS
 from ppage_jax.train.config import TrainConfig, num_updates_for
-from ppage_jax.train.registry import make_hyperparams
-from ppage_jax.train.run.roles import role_settings
+from ppage_jax.train.kit.roles import FrozenPolicy
+from ppage_jax.train.protocol import acting_one
+from ppage_jax.train.registry import algorithm
+from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
+from ppage_jax.types import ROLES
+
+if TYPE_CHECKING:
+    from ppage_jax.env import GridWorld
 
 
 def make_train_config(config: Config, env=None) -> TrainConfig:
@@ -19,7 +37,7 @@ def make_train_config(config: Config, env=None) -> TrainConfig:
 
     exp = config["experiment"]
     name = exp["algorithm"]["name"]
-    hp = make_hyperparams(name, exp["algorithm"]["params"])
+    hp = from_params(algorithm_params(name), exp["algorithm"]["params"])
     env = make(config) if env is None else env
     _notice_budget(exp, hp.num_steps)
     return TrainConfig(
@@ -70,4 +88,103 @@ def _notice_budget(exp: dict, num_steps: int) -> None:
         f"{total:,}; the run plans 1 update ({per_update:,} env steps per seed, "
         f"{per_update / total:.3g}x the budget); for the budget, set experiment.num_envs "
         f"<= {max(1, total // num_steps)} or raise experiment.total_timesteps"
+    )
+
+
+# --------------------------------------------------------------------------- roles
+def load_run_config(run_dir: str | Path, error: Callable[[str], Exception]) -> Config:
+    """The resolved config a run directory was trained with. Roles that run played with a
+    frozen policy in turn were not trained there and load as ``noop``, so its own frozen
+    runs need not exist any more. A missing or unreadable file raises ``error(reason)``."""
+    path = Path(run_dir) / RUN_CONFIG
+    try:
+        settings = yaml.safe_load(path.read_text())["experiment"]["roles"]
+        frozen = [k for k, v in settings.items() if isinstance(v, dict)]
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as err:
+        raise error(f"{path}: {err}") from None
+    return load_config(path, {f"experiment.roles.{k}": "noop" for k in frozen})
+
+
+def frozen_policy(
+    role: str, setting: dict, config: Config, env: GridWorld, key: str | None = None
+) -> FrozenPolicy:
+    """Load the policy the run directory ``setting["policy"]`` trained for ``role`` (seed
+    ``setting["seed"]``) to play it in ``env`` (built from ``config``). Raises a
+    :class:`~ppage_jax.config.ConfigError` at ``key`` when that run did not train ``role``,
+    has another layout or action table, or its checkpoint does not load."""
+    setting = {**FROZEN_DEFAULTS, **setting}
+    key = key or f"experiment.roles.{ROLE_KEYS[ROLES.index(role)]}"
+    source = config.source_of(key)
+    run_dir = Path(setting["policy"])
+
+    def fail(what: str, value: Any, allowed: str) -> ConfigError:
+        return ConfigError(source, f"{key}.{what}", value, allowed)
+
+    frozen_config = load_run_config(
+        run_dir,
+        lambda err: fail(
+            "policy", str(run_dir), f"must be a run directory written by ppage-jax run ({err})"
+        ),
+    )
+    tc = make_train_config(frozen_config)
+    if not tc.learns(role):
+        raise fail(
+            "policy",
+            str(run_dir),
+            f"that run did not train its {role}s (its roles: "
+            f"{dict(zip(ROLE_KEYS, tc.roles, strict=True))})",
+        )
+    mine, theirs = env.layout, tc.env.layout
+    for what in ("size", "n_predators", "n_prey", "num_obstacles"):
+        if getattr(mine, what) != getattr(theirs, what):
+            raise fail(
+                "policy",
+                str(run_dir),
+                f"that run's {what} is {getattr(theirs, what)}, this config's is "
+                f"{getattr(mine, what)}; a frozen policy needs the same grid size, "
+                f"agent counts and obstacle count",
+            )
+    if env.num_actions != tc.env.num_actions:
+        raise fail(
+            "policy",
+            str(run_dir),
+            f"that run has {tc.env.num_actions} actions, this config {env.num_actions}",
+        )
+    checkpoint = run_dir / RUN_CHECKPOINT
+    try:
+        stacked = load_checkpoint(checkpoint, tc)
+    except (CheckpointError, OSError) as err:
+        raise fail("policy", str(run_dir), f"its checkpoint does not load: {err}") from None
+    num_seeds = int(jax.tree.leaves(stacked)[0].shape[0])
+    seed = setting["seed"]
+    if not 0 <= seed < num_seeds:
+        raise fail(
+            "seed", seed, f"must be in [0, {num_seeds}) (that run trained {num_seeds} seed(s))"
+        )
+    weights = jax.tree.map(lambda a: np.asarray(a[seed]), stacked)
+    digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()[:12]
+    greedy = bool(setting["greedy"])
+    label = f"policy {run_dir} (seed {seed}{', greedy' if greedy else ''}, checkpoint {digest})"
+    module = algorithm(tc.algorithm)
+    return FrozenPolicy(
+        label,
+        acts=acting_one(module, greedy or not module.STOCHASTIC),
+        role=role,
+        run_dir=str(run_dir),
+        seed=seed,
+        greedy=greedy,
+        tc=tc,
+        weights=weights,
+        digest=digest,
+        same_observation=frozen_config["observations"] == config["observations"],
+    )
+
+
+def role_settings(config: Config, env: GridWorld) -> tuple[str, str]:
+    """What each role plays, in ROLES order: ``"learn"``, a baseline name or a
+    :class:`FrozenPolicy` (``experiment.roles.<role>: {policy: RUN_DIR}``)."""
+    given = config["experiment"]["roles"]
+    return tuple(
+        frozen_policy(role, given[key], config, env) if isinstance(given[key], dict) else given[key]
+        for key, role in zip(ROLE_KEYS, ROLES, strict=True)
     )

@@ -1,5 +1,6 @@
-"""A run directory: resolved config and hash, metrics.csv, checkpoint, summary.json,
-learning_curves.png, capture_curves.png, and the printed evaluation tables."""
+"""A run directory: its files (resolved config and hash, metrics.csv, checkpoint,
+summary.json, and the figures drawn from them), the writing of its data files, and the
+printed evaluation tables."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from ppage_jax.artifacts import (
     atomic_open,
     prepare_output_dir,
     remove_partial_files,
-    save_figure,
     write_text,
 )
 from ppage_jax.config import Config
+from ppage_jax.stats.survival import number_text, turns_text
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.run.roles import ROLES
+from ppage_jax.types import ROLES
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
@@ -171,89 +172,10 @@ def write_summary(run_dir: Path, summary: dict) -> None:
     write_text(run_dir / SUMMARY_FILE, json.dumps(_clean(summary), indent=2) + "\n")
 
 
-def smoothed(values: np.ndarray, window: int) -> np.ndarray:
-    """Trailing NaN-aware moving average."""
-    out = np.full(values.shape, np.nan)
-    for i in range(len(values)):
-        chunk = values[max(0, i - window + 1) : i + 1]
-        chunk = chunk[np.isfinite(chunk)]
-        if chunk.size:
-            out[i] = chunk.mean()
-    return out
-
-
-def plot_learning_curves(
-    run_dir: Path, tc: TrainConfig, metrics: dict, baseline: dict | None = None
-) -> None:
-    """learning_curves.png: capture rate, steps to capture, episode length and total return
-    per role against env steps (mean over seeds, shaded min-max), random baseline dashed."""
-    import warnings
-
-    with warnings.catch_warnings():  # stretches with no finished episode are NaN gaps
-        warnings.simplefilter("ignore", RuntimeWarning)
-        _plot(run_dir, tc, metrics, baseline)
-
-
-def _plot(run_dir: Path, tc: TrainConfig, metrics: dict, baseline: dict | None) -> None:
-    from ppage_jax.viz import figures as plt  # off-screen figures; no global backend switch
-
-    active = np.asarray(metrics["active"])
-    num_updates = active.shape[1]
-    steps = (np.arange(num_updates) + 1) * tc.env_steps_per_update
-    window = max(1, num_updates // 50)
-    panels = [
-        ("capture_rate", "capture rate (training)"),
-        ("steps_to_capture", "steps to capture (training, captured only)"),
-        ("episode_length", "episode length (training, finished only)"),
-    ]
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
-    for ax, (key, title) in zip(axes[:3], panels, strict=True):
-        values = np.where(active, np.asarray(metrics[key], float), np.nan)
-        curves = np.stack([smoothed(v, window) for v in values])
-        ax.plot(steps, np.nanmean(curves, 0), label=tc.algorithm)
-        if curves.shape[0] > 1:
-            ax.fill_between(steps, np.nanmin(curves, 0), np.nanmax(curves, 0), alpha=0.2)
-        if baseline is not None and np.isfinite(baseline.get(key, np.nan)):
-            ax.axhline(baseline[key], ls="--", color="gray", label="random predators (eval)")
-        ax.set_title(title)
-        ax.set_xlabel("env steps")
-        ax.legend(fontsize=8)
-    ax = axes[3]
-    returns = np.asarray(metrics["returns"], float)  # [S, U, 2, T]
-    for r, role in enumerate(ROLES):
-        total = np.where(active, returns[:, :, r, :].sum(-1), np.nan)
-        if np.isnan(total).all():
-            continue
-        ax.plot(
-            steps,
-            np.nanmean(np.stack([smoothed(v, window) for v in total]), 0),
-            label=f"{role} total return",
-        )
-    ax.set_title("mean return per agent (training)")
-    ax.set_xlabel("env steps")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, run_dir / CURVES_FILE, dpi=90)
-    plt.close(fig)
-
-
 # ------------------------------------------------------------------ evaluation tables
 # Which rows each printed table compares (names of ppage_jax.train.run.evaluate.ROWS).
 PREDATOR_TABLE = ("trained", "trained_greedy", "random", "chase")
 PREY_TABLE = ("trained", "prey_random", "prey_evade")
-
-
-def _number(value, digits: int = 1) -> str:
-    if value is None or not np.isfinite(value):
-        return "n/a" if value is None or np.isnan(value) else "not reached"
-    return f"{value:.{digits}f}"
-
-
-def _turns(value, cap: int) -> str:
-    """A KM median or CI bound: infinite means the curve never reached 0.5 within ``cap``."""
-    if value is not None and np.isinf(value):
-        return f">{cap}"
-    return _number(value, 0 if value is not None and float(value).is_integer() else 1)
 
 
 def _ci(bounds, fmt) -> str:
@@ -264,10 +186,10 @@ def _ci(bounds, fmt) -> str:
 
 def _table(title: str, legend: list[str], rows: dict[str, dict], cap: int) -> list[str]:
     metrics = [
-        (f"RMST: mean turns to capture, <= {cap}", lambda r: _number(r["rmst"])),
-        ("  95 % bootstrap CI", lambda r: _ci(r.get("rmst_ci"), _number)),
-        ("KM median turns to capture", lambda r: _turns(r["km_median"], cap)),
-        ("  95 % bootstrap CI", lambda r: _ci(r.get("km_median_ci"), lambda v: _turns(v, cap))),
+        (f"RMST: mean turns to capture, <= {cap}", lambda r: number_text(r["rmst"])),
+        ("  95 % bootstrap CI", lambda r: _ci(r.get("rmst_ci"), number_text)),
+        ("KM median turns to capture", lambda r: turns_text(r["km_median"], cap)),
+        ("  95 % bootstrap CI", lambda r: _ci(r.get("km_median_ci"), lambda v: turns_text(v, cap))),
         (f"capture rate within {cap} turns", lambda r: f"{100 * r['capture_rate']:.1f} %"),
         ("hit the step limit uncaptured", lambda r: f"{100 * r['truncated_share']:.1f} %"),
     ]
@@ -338,58 +260,3 @@ def summary_table(evaluation: dict, cap: int) -> str:
             )
         )
     return "\n\n".join("\n".join(b) for b in blocks)
-
-
-# ------------------------------------------------------------------ capture curves
-def plot_capture_curves(
-    path: Path, played: dict[str, dict], evaluation: dict, horizon: int
-) -> Path:
-    """capture_curves.png: the Kaplan-Meier fraction captured by turn t of each evaluated
-    row, predators beside random and greedy-chase predators (same prey), and, when the prey
-    learn, the trained prey beside random and greedy-evade prey (same predators)."""
-    from ppage_jax.stats.survival import capture_curve
-    from ppage_jax.viz import figures as plt  # off-screen figures; no global backend switch
-
-    path = Path(path)
-    if path.is_dir():
-        path = path / CAPTURE_CURVES_FILE
-    trained = evaluation.get("trained", {})
-    panels = [
-        (
-            f"predators vs the same prey ({trained.get('prey', '?')})",
-            [n for n in PREDATOR_TABLE if n in played],
-        ),
-        (
-            f"prey vs the same predators ({trained.get('predators', '?')})",
-            [n for n in PREY_TABLE if n in played],
-        ),
-    ]
-    panels = [p for p in panels if len(p[1]) > 1] or [("held-out evaluation", list(played))]
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5.2), squeeze=False)
-    turns = np.arange(horizon + 1)
-    styles = ("-", "--", ":", "-.")  # overlapping curves stay visible
-    for ax, (title, names) in zip(axes[0], panels, strict=True):
-        for i, name in enumerate(names):
-            ep = played[name]
-            curve = capture_curve(ep["episode_length"], ep["captured"], horizon)
-            row = evaluation[name]
-            ax.step(
-                turns,
-                curve,
-                where="post",
-                ls=styles[i % len(styles)],
-                lw=2.2 - 0.4 * i,
-                label=f"{name}: {row.get('predators', '?')} vs {row.get('prey', '?')} "
-                f"(median {_turns(row['km_median'], horizon)}, "
-                f"RMST {_number(row['rmst'])})",
-            )
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlim(0, horizon)
-        ax.set_xlabel("turn t")
-        ax.set_ylabel("fraction captured by turn t (Kaplan-Meier)")
-        ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
-    fig.tight_layout()
-    save_figure(fig, path, dpi=90)
-    plt.close(fig)
-    return path

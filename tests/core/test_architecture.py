@@ -1,0 +1,194 @@
+"""The package's import graph against the layers drawn in docs/architecture.md: no circle, no
+import (module level, in a function, under TYPE_CHECKING, or a string naming a module) from a
+lower layer to a higher one, viz never importing train; and the size limits of the tree."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "ppage_jax"
+MAX_TOP_LEVEL_MODULES = 14
+MAX_MODULES_PER_FOLDER = 15
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str | None:
+    """The package module a dotted name refers to: itself, or its closest parent module."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Every package module ``module`` refers to, wherever the import or the name stands."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                named.append(full if full in MODULES else base)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and re.fullmatch(r"ppage_jax(\.\w+)+", node.value)
+        ):
+            named.append(node.value)
+    owners = {_owner(n) for n in named if n.split(".")[0] == "ppage_jax"}
+    return {o for o in owners if o and o != module}
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def _layers() -> dict[str, int]:
+    """Top-level entry (``env``, ``train``, ``__init__``) -> layer, from docs/architecture.md."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    block = re.search(r"```text\nlayer[^\n]*\n(.*?)```", page, re.S)
+    assert block, "docs/architecture.md has no ```text layer block"
+    layers: dict[str, int] = {}
+    for line in block.group(1).splitlines():
+        match = re.match(r"(\d+)\s+(.*?)(?:\s{2,}.*)?$", line)
+        assert match, f"unreadable layer line: {line!r}"
+        for token in match.group(2).split():
+            entry = token.removesuffix("/").removesuffix(".py")
+            assert entry not in layers, f"{token} is listed in two layers"
+            layers[entry] = int(match.group(1))
+    return layers
+
+
+LAYERS = _layers()
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS["__init__" if len(parts) == 1 else parts[1]]
+
+
+def test_the_page_lists_every_top_level_entry_once_and_nothing_else():
+    entries = {
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").is_file())
+    }
+    assert set(LAYERS) == entries
+
+
+def test_no_import_goes_up_a_layer():
+    upward = sorted(
+        f"{src} (layer {_layer(src)}) -> {dst} (layer {_layer(dst)})"
+        for src, targets in GRAPH.items()
+        for dst in targets
+        if _layer(dst) > _layer(src)
+    )
+    assert upward == []
+
+
+@pytest.mark.parametrize(("lower", "higher"), [("viz", "train"), ("config", "train")])
+def test_forbidden_pairs(lower, higher):
+    crossing = sorted(
+        f"{src} -> {dst}"
+        for src, targets in GRAPH.items()
+        for dst in targets
+        if src.startswith(f"ppage_jax.{lower}") and dst.startswith(f"ppage_jax.{higher}")
+    )
+    assert crossing == []
+
+
+def test_the_import_graph_has_no_circle():
+    """Tarjan's strongly connected components: every component is one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in GRAPH[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    assert circles == []
+
+
+def test_the_graph_sees_function_level_and_string_imports(tmp_path):
+    """The checker itself: an import inside a function and a module named in a string count."""
+    path = tmp_path / "probe.py"
+    path.write_text(
+        "def f():\n    from ppage_jax.train.registry import ALGORITHMS\n"
+        "LAZY = {'x': 'ppage_jax.viz.frames'}\n"
+    )
+    assert _imports("ppage_jax.probe", path) == {"ppage_jax.train.registry", "ppage_jax.viz.frames"}
+
+
+def test_size_limits():
+    top_level = [p.name for p in PACKAGE.glob("*.py")]
+    assert len(top_level) <= MAX_TOP_LEVEL_MODULES, sorted(top_level)
+    crowded = {
+        str(folder.relative_to(ROOT)): n
+        for folder in [PACKAGE, *[p for p in PACKAGE.rglob("*") if p.is_dir()]]
+        if (n := len(list(folder.glob("*.py")))) > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}
+
+
+def test_readme_layout_block_matches_the_tree():
+    """Every path named in the README's package layout exists, and every top-level module and
+    every folder of the package is named there."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"## Package layout\n\n```\nppage_jax/\n(.*?)```", readme, re.S)
+    assert block, "README.md has no package layout block"
+    named = set(re.findall(r"(?<![\w/.])([\w/]+(?:\.py|/))", block.group(1)))
+    for token in sorted(named):
+        assert (PACKAGE / token).exists() or (ROOT / token).exists(), token
+    folders = {
+        str(p.relative_to(PACKAGE)) + "/"
+        for p in PACKAGE.rglob("*")
+        if p.is_dir() and (p / "__init__.py").is_file()
+    }
+    modules = {p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
+    assert folders | modules <= named, sorted((folders | modules) - named)
