@@ -15,6 +15,8 @@ The package is the floor the simulator and training stand on: it imports nothing
 - :mod:`~ppage_jax.config.validation`: the checks of a merged config;
 - :mod:`~ppage_jax.config.shipped`: the shipped configs by name;
 - :mod:`~ppage_jax.config.ppage_format`: PPAGE's directories as they ship;
+- :mod:`~ppage_jax.config.env_spec`: :class:`EnvSpec`, the typed spec an env is built from,
+  and :func:`env_spec`, the one translation from a config;
 - :mod:`~ppage_jax.config.experiment`, :mod:`~ppage_jax.config.roles`,
   :mod:`~ppage_jax.config.curriculum`: the ``experiment`` section;
 - :mod:`~ppage_jax.config.hyperparams`, :mod:`~ppage_jax.config.hyperparams_ppage`,

@@ -1,9 +1,18 @@
 """On-device training: one readable file per algorithm, each a pure ``train`` function.
 
+The package is three folders: :mod:`~ppage_jax.train.algorithms` (one file per algorithm
+family), :mod:`~ppage_jax.train.kit` (the pieces they share: networks, encoders, rollout,
+exploration, optimisers) and :mod:`~ppage_jax.train.run` (run plumbing: runner, checkpoints,
+progress, monitor, report, curriculum, evaluation). Here live only the registry, the protocol
+and the static :class:`TrainConfig`.
+
 Algorithms (``experiment.algorithm.name``): ``ippo`` (PPO per role, parameters shared within
-a role), ``dqn`` (independent DQN per role; ``double_dqn`` and ``dueling`` flags), ``iql``
-(tabular, hashed observations), ``cql`` (centralised joint-action table per team), ``mixed``
-(each team iql or cql) and ``random`` (no learning; the baseline).
+a role), ``mappo`` (IPPO with a centralised critic), ``dqn`` (independent DQN per role;
+``double_dqn`` and ``dueling`` flags), ``iql`` (tabular, hashed observations), ``cql``
+(centralised joint-action table per team), ``mixed`` (each team iql or cql), PPAGE's
+``actor_critic``, ``a2c``, ``a3c`` and ``jalgt``, and ``random`` (no learning; the baseline).
+``ppage_jax.train.<name>`` is the module of each registered algorithm (``iql``, ``cql`` and
+``mixed`` share :mod:`ppage_jax.train.algorithms.tabular`).
 
 The contract every algorithm module follows::
 
