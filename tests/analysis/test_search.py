@@ -264,6 +264,7 @@ def searched(tmp_path_factory):
     return spec, tmp, whole, traces, part, rest
 
 
+@pytest.mark.slow  # a whole search: the module fixture takes minutes
 def test_every_generation_reuses_one_compiled_program(searched):
     spec, _, whole, traces, part, rest = searched
     assert whole["generations_run"] == 3 and len(whole["candidates"]) == 12
@@ -273,6 +274,7 @@ def test_every_generation_reuses_one_compiled_program(searched):
     assert (whole["compile_calls"], part["compile_calls"], rest["compile_calls"]) == (1, 0, 0)
 
 
+@pytest.mark.slow  # a whole search (module fixture)
 def test_resume_is_byte_identical(searched):
     _, tmp, _, _, part, rest = searched
     assert part["stopped"] and part["generations_run"] == 1
@@ -281,6 +283,7 @@ def test_resume_is_byte_identical(searched):
         assert read(tmp / "resumed" / name) == read(tmp / "whole" / name), name
 
 
+@pytest.mark.slow  # a whole search (module fixture)
 def test_search_csv_rows_and_the_selected_rewards_yaml(searched):
     spec, tmp, whole, _, _, _ = searched
     with open(tmp / "whole" / "search.csv", newline="") as fh:
@@ -315,6 +318,7 @@ def test_search_csv_rows_and_the_selected_rewards_yaml(searched):
     assert cfg["rewards"]["shaping"][0]["name"] == "predator_distance"
 
 
+@pytest.mark.slow  # a whole search (module fixture)
 def test_the_report_reevaluates_on_fresh_seeds_against_the_references(searched):
     _, tmp, whole, _, _, _ = searched
     report = (tmp / "whole" / "report.md").read_text()
@@ -329,6 +333,7 @@ def test_the_report_reevaluates_on_fresh_seeds_against_the_references(searched):
     assert {r["arm"] for r in episodes} == {"selected", "base_only"}
 
 
+@pytest.mark.slow  # a whole search (module fixture)
 def test_strategies_compare_at_an_equal_budget_on_the_same_layouts(searched):
     from ppage_jax.analysis.search.compare import compare_searches
 
@@ -339,6 +344,7 @@ def test_strategies_compare_at_an_equal_budget_on_the_same_layouts(searched):
     assert (tmp / "compare.png").is_file()
 
 
+@pytest.mark.slow  # a whole search (module fixture)
 def test_an_existing_search_is_refused_without_resume_or_overwrite(searched):
     spec, tmp, _, _, _, _ = searched
     with pytest.raises(OutputError, match="already holds a search .*--resume.*--overwrite"):

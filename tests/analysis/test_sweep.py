@@ -105,6 +105,7 @@ def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
     assert lengths["both", 0] != lengths["both", 1]
 
 
+@pytest.mark.slow  # trains every arm again separately
 def test_sweep_matches_separately_run_arms(two_by_two, tmp_path):
     tmp, summary, _ = two_by_two
     alone = tmp_path / "both_alone"
@@ -367,8 +368,14 @@ def curve_values(rows) -> dict:
 @pytest.mark.parametrize(
     "name, fast, slow, changed",
     [
-        # alpha: the tabular learners' step size (cheap to compile: the default suite)
-        ("iql", {"alpha": 0.9, "gamma": 0.5}, {"alpha": 0.01}, "losses/td_error"),
+        # alpha: the tabular learners' step size
+        pytest.param(
+            "iql",
+            {"alpha": 0.9, "gamma": 0.5},
+            {"alpha": 0.01},
+            "losses/td_error",
+            marks=pytest.mark.slow,  # trains each arm again separately
+        ),
         pytest.param(
             "ippo",
             {"learning_rate": 0.05, "ent_coef": 0.0},
@@ -492,6 +499,7 @@ def hacked_sweep(tmp_path_factory):
     return spec, summary, traces, Path(summary["output_dir"])
 
 
+@pytest.mark.slow  # trains a 2-arm sweep to hacking
 def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_sweep):
     spec, summary, traces, out = hacked_sweep
     assert len(traces) == 1 and summary["chunks"] == 2  # traced once for both arms
@@ -634,6 +642,7 @@ def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep
     assert tables[0] == tables[1]
 
 
+@pytest.mark.slow  # trains and evaluates twice
 def test_sweep_rmst_is_the_run_evaluations_rmst(two_by_two):
     # one run trained alone and evaluated by `ppage-jax run`'s evaluation on the sweep's
     # held-out block gives the sweep's censored time to capture for that run

@@ -103,6 +103,7 @@ def test_bad_memory_budget_variable_is_one_line(capsys, sweep_file, monkeypatch)
     )
 
 
+@pytest.mark.slow  # trains the sweep twice
 def test_small_memory_budget_shrinks_the_chunk_and_changes_no_number(unchunked, sweep_file):
     whole, whole_dir = unchunked
     bytes_of_four = json.loads((whole_dir / "sweep.json").read_text())["program_bytes_per_device"]

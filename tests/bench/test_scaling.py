@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import ppage_jax as pj
 from ppage_jax.bench import report as bench_report
 from ppage_jax.bench import scaling
@@ -17,6 +19,7 @@ from ppage_jax.observations import observation_builders
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # times every grid size
 def test_scaling_command_prints_writes_and_plots(tmp_path, capsys):
     out_json, out_png, out_md = tmp_path / "s.json", tmp_path / "s.png", tmp_path / "s.md"
     code = main(
@@ -135,6 +138,7 @@ def test_sweep_points_cover_every_builder_and_the_showcases():
     ]
 
 
+@pytest.mark.slow  # times every grid size
 def test_report_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     tiny = functools.partial(
         bench_report.run_report,
@@ -180,6 +184,7 @@ def test_report_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     assert "wrote " in capsys.readouterr().out
 
 
+@pytest.mark.slow  # two processes
 def test_launch_runs_bench_on_two_processes(tmp_path):
     out = tmp_path / "two.json"
     proc = subprocess.run(

@@ -167,6 +167,7 @@ def _assert_resumed_like(reference: Path, outcome: Outcome, names: tuple[str, ..
     assert not list(outcome.out.rglob("*.partial-*"))  # no temporary file left
 
 
+@pytest.mark.slow  # kills and resumes whole runs
 @pytest.mark.parametrize("point", _points("run", RUN_POINTS))
 def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
     references, outcomes, _ = matrix
@@ -315,6 +316,7 @@ def _stopped(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
 
 
+@pytest.mark.slow  # a run in a subprocess
 def test_a_second_resume_of_a_running_run_is_one_line_and_exit_2(faults, tmp_path):
     """The first --resume holds the run's lock (it stops itself, SIGSTOP, after its first
     chunk); a second --resume is refused in one line naming the first one's PID, and the

@@ -66,6 +66,7 @@ def metrics_csv(run_dir: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # trains once per logger
 def test_the_logger_choice_never_changes_the_result(runs):
     every, plain, _, _ = runs
     assert (every / "metrics.csv").read_text() == (plain / "metrics.csv").read_text()
@@ -184,6 +185,7 @@ def test_wandb_offline_run_holds_the_run(runs):
     assert video.read_bytes() == (every / "episode.gif").read_bytes()
 
 
+@pytest.mark.slow  # trains a sweep
 def test_a_sweep_logs_one_run_per_arm_and_seed(tmp_path, offline_wandb):
     sweep = write_sweep_file(
         tmp_path / "s.yaml",

@@ -147,6 +147,7 @@ def test_batched_auto_reset_takes_per_grid_params():
     )
 
 
+@pytest.mark.slow  # compiles one program per arm
 def test_batched_auto_reset_vmapped_over_arms_equals_each_arm(env):
     """Sweeps vmap the wrapper over EnvParams arms: the round loop then runs as many rounds
     as the busiest arm needs, and each arm's result is its own single run."""
@@ -185,6 +186,7 @@ def test_finished_grid_j_restarts_from_the_documented_key():
         np.testing.assert_array_equal(obs[j], fresh_obs)
 
 
+@pytest.mark.slow  # long sequential comparison
 def test_one_by_one_resets_change_no_layout(env):
     """Rounds of R only, the default (R // 4 = 1: a lone finished grid is reset alone) and
     one by one throughout give the same trajectories."""
@@ -254,6 +256,7 @@ def _chi2_p(counts: np.ndarray) -> float:
     return float(stats.chisquare(counts).pvalue)
 
 
+@pytest.mark.slow  # statistical: many layouts
 def test_start_layouts_are_uniform_under_batched_auto_reset():
     """Cell occupancy of the start layouts that auto-reset hands out, over many resets, is
     uniform: per agent row (each over 100 cells) and for obstacles."""

@@ -166,6 +166,7 @@ def test_wait_stops_the_others_when_one_process_fails():
 
 
 # ----------------------------------------------------------------------------- 2 processes
+@pytest.mark.slow  # two processes
 def test_two_process_rollout_equals_the_single_process_rollout(tmp_path):
     logs = [(tmp_path / f"out{i}.txt").open("w") for i in range(2)]
     envs = launch.process_environments(2, launch.free_port(), devices_per_process=2)

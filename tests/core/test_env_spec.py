@@ -28,10 +28,11 @@ def leaves_equal(a, b) -> bool:
 
 def rollout(env: pj.GridWorld, seed: int) -> list:
     """(reset obs, then every step's outputs) from PRNGKey(seed) with ACTIONS."""
-    obs, state = env.reset(jax.random.PRNGKey(seed))
+    reset, step_fn = jax.jit(env.reset), jax.jit(env.step)  # one compile, not op by op
+    obs, state = reset(jax.random.PRNGKey(seed))
     out = [obs, state]
     for t, actions in enumerate(ACTIONS):
-        step = env.step(jax.random.PRNGKey(t), state, jnp.asarray(actions, jnp.int32))
+        step = step_fn(jax.random.PRNGKey(t), state, jnp.asarray(actions, jnp.int32))
         state = step[1]
         out.append(step)
     return out

@@ -201,6 +201,7 @@ def trained(request):
     return tc, train_seeds(tc)
 
 
+@pytest.mark.slow  # trains each encoder
 def test_each_encoder_learns_the_tiny_task(trained):
     tc, (runner, metrics) = trained
     params = ippo.policy_state(runner)["predator"]["params"]

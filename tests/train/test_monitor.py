@@ -226,6 +226,7 @@ def hacked_and_honest():
     return out
 
 
+@pytest.mark.slow  # trains to hacking
 def test_a_config_built_to_be_hacked_is_flagged(hacked_and_honest):
     monitor_, flags, rows = hacked_and_honest["hacked"]
     assert {f.check for f in flags} >= {"hacking"}

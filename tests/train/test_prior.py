@@ -81,6 +81,7 @@ def trained(residual):
     return run(3.0)[0]
 
 
+@pytest.mark.slow  # a learning run
 def test_a_strong_prior_plays_the_baselines_moves_and_needs_the_state(residual, trained):
     """Acting with prior_logit 30, every sampled predator move is a chase move; with 0, the
     barely trained network alone also picks -x, -y or the no-op."""
@@ -126,6 +127,7 @@ def test_the_loss_recomputes_the_rollouts_log_probs_with_the_stored_prior(residu
     assert np.abs(np.asarray(unseen) - np.asarray(logits)).max() > 1e-3
 
 
+@pytest.mark.slow  # a run and its evaluation
 def test_evaluation_gives_the_state_to_a_policy_with_a_prior(residual):
     """evaluate_episodes plays a prior policy (through :func:`acting`); trained and acting
     with prior_logit 30 (a new traced value: no new trace), its predators catch the still

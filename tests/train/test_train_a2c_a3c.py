@@ -60,6 +60,7 @@ def a3c_run():
 LOSSES = loss_names(ACTOR_CRITIC_LOSSES)
 
 
+@pytest.mark.slow  # a learning run
 def test_a2c_learns_the_tiny_task_with_finite_losses(a2c_run):
     tc, (runner, metrics) = a2c_run
     assert_learned(tc, a2c.policy_state(runner), metrics, LOSSES, slack=1)
@@ -73,6 +74,7 @@ def test_a2c_learns_the_tiny_task_with_finite_losses(a2c_run):
     }
 
 
+@pytest.mark.slow  # a learning run
 def test_a3c_learns_the_tiny_task_with_finite_losses(a3c_run):
     """The sampled policy (as PPAGE acts) captures in most episodes by the end, against a
     first update that ends most episodes at the step limit."""
@@ -105,6 +107,7 @@ def test_vmap_over_seeds_equals_separate_runs(name, a2c_run, a3c_run):
 
 
 # --------------------------------------------------------------------------- A3C = A2C
+@pytest.mark.slow  # trains both ways
 def test_one_worker_without_staleness_is_the_synchronous_update():
     """A3C with one worker and staleness 0 against the synchronous n-step round that a2c
     trains with, on A3C's network, optimiser and normaliser: the same parameters, optimiser

@@ -32,6 +32,7 @@ def trained(tc):
     return train_seeds(tc)
 
 
+@pytest.mark.slow  # a learning run
 def test_ippo_learns_the_tiny_task_with_finite_losses(tc, trained):
     runner, metrics = trained
     assert metrics["capture_rate"].shape == (2, tc.num_updates)

@@ -122,6 +122,7 @@ def trained(tc):
     return train_seeds(tc)
 
 
+@pytest.mark.slow  # a learning run
 def test_jalgt_learns_the_tiny_task_with_finite_errors(tc, trained):
     runner, metrics = trained
     assert runner.tables.shape == (2, 2, PARAMS["table_size"], 25)  # [seeds, players, ...]

@@ -131,6 +131,7 @@ def test_episode_budget_stops_the_run(run_dir):
     assert not any(active[first_off:])
 
 
+@pytest.mark.slow  # a second full run
 def test_evaluate_reloads_the_checkpoint(run_dir, capsys):
     assert main(["evaluate", str(run_dir), "--episodes", "8", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
@@ -265,6 +266,7 @@ print(json.dumps({"devices": jax.device_count(),
 """
 
 
+@pytest.mark.slow  # two devices in a subprocess
 def test_training_shards_grids_over_devices_with_single_device_results():
     import os
     import subprocess

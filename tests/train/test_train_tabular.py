@@ -28,6 +28,7 @@ def iql_run():
     return tc, train_seeds(tc)
 
 
+@pytest.mark.slow  # learning runs
 @pytest.mark.parametrize("algo", ["iql", "cql", "mixed"])
 def test_tabular_algorithms_learn_the_tiny_task(algo, iql_run):
     if algo == "iql":

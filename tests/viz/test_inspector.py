@@ -84,6 +84,7 @@ def page_data(path: Path) -> dict:
     return json.loads(match.group(1))
 
 
+@pytest.mark.slow  # plays and renders twice
 def test_record_is_the_gif_episode_with_the_step_info(env, policy, page):
     _, record = page
     assert record.end == "terminated" and record.turns == 8  # captured before MAX_STEPS
@@ -304,6 +305,7 @@ def test_render_writes_html_by_suffix(tmp_path, capsys):
     np.testing.assert_array_equal(data["positions"], record.positions)
 
 
+@pytest.mark.slow  # a run, then its pages
 def test_run_directory_gets_the_gif_episode_as_html(env, policy, tmp_path):
     """episode.html and episode.gif of a run directory show the same episode of any policy."""
     run_dir = tmp_path / "my-run"
