@@ -10,7 +10,9 @@ computes GAE per agent, and runs ``update_epochs`` epochs of ``num_minibatches``
 minibatch steps per role.
 
 - Bootstrap: ``V`` of the state after every step (``final_obs``, ``final_state``), cut only by
-  termination (the episode's, or the prey's own capture); truncation bootstraps.
+  termination (the episode's, or the prey's own capture); truncation bootstraps. Only a
+  truncated step needs a value pass of its own: elsewhere the state after the step is the one
+  the next step acts on, whose value the rollout has (:func:`rollout`).
 - Masking: transitions of a prey that was already captured before the step have weight 0 in
   every loss term and in the advantage normalisation.
 - Kickstarting (``teacher``): the rollout also records the action a baseline teacher takes in
@@ -276,7 +278,29 @@ def policy_actions(
 def rollout(
     runner: RunnerState, tc: TrainConfig, params: EnvParams, critic_input: CriticInput | None = None
 ) -> tuple[RunnerState, dict, dict]:
-    """``num_steps`` turns of every grid: new runner, per-role Trajectory, stacked finished."""
+    """``num_steps`` turns of every grid: new runner, per-role Trajectory, stacked finished.
+
+    ``next_value`` (the bootstrap, ``V`` of the state after step t) needs no value pass of
+    its own where the episode goes on: that state is the one step t+1 acts on, so it is
+    ``value[t+1]``, and after the last step one pass on the runner's final observations
+    gives ``value[T]`` (PureJaxRL's bootstrap). Where the agent is terminal (its grid
+    terminated, or the prey was caught) the bootstrap is multiplied by 0 and any finite
+    value does; it is ``value[t+1]`` too. Only an agent whose grid was truncated (reset
+    while the agent was not terminal) needs ``V(final_obs)`` (``V(final_state)`` for a
+    centralised critic): a step runs that pass, for every grid of the role, only when some
+    grid needs it (``lax.cond``). Under ``vmap`` over seeds ``lax.cond`` becomes a select
+    that runs both branches: the results are the same, the saving is lost; a single
+    (unbatched) run skips the pass on the steps without a truncation.
+    """
+
+    def bootstrap(role: str, obs: jax.Array, state: State) -> jax.Array:
+        """V float32[E, n_role] of ``role``'s agents in the states [E] (logits unused)."""
+        learner = runner.learners[role]
+        return learner.apply_fn(
+            learner.params,
+            networks.role_input(tc, role, obs),
+            _critic_x(critic_input, tc, role, state),
+        )[1]
 
     def one_step(carry, _):
         env, key = carry
@@ -300,11 +324,11 @@ def rollout(
         out = {}
         for role, (x, c, action, log_prob, value) in parts.items():
             rows = tc.agents_of(role)
-            learner = runner.learners[role]
-            _, next_value = learner.apply_fn(
-                learner.params,
-                networks.role_input(tc, role, step.final_obs),
-                _critic_x(critic_input, tc, role, step.final_state),
+            truncated = step.episode_end[:, None] & ~step.agent_terminal[:, rows]
+            final_value = jax.lax.cond(  # V(final_obs), only where a truncation needs it
+                truncated.any(),
+                lambda role=role: bootstrap(role, step.final_obs, step.final_state),
+                lambda value=value: jnp.zeros_like(value),
             )
             out[role] = Trajectory(
                 x=x,
@@ -312,7 +336,7 @@ def rollout(
                 action=action,
                 log_prob=log_prob,
                 value=value,
-                next_value=next_value,
+                next_value=final_value,  # the bootstrap where truncated; set after the scan
                 reward=step.reward[:, rows] * tc.hp.reward_scale,
                 agent_terminal=step.agent_terminal[:, rows],
                 episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
@@ -325,6 +349,14 @@ def rollout(
     (env, key), (trajectories, finished) = jax.lax.scan(
         one_step, (runner.env, runner.key), None, length=tc.hp.num_steps
     )
+
+    def with_bootstrap(role: str, traj: Trajectory) -> Trajectory:
+        last = bootstrap(role, env.obs, env.state)  # value[T]
+        following = jnp.concatenate([traj.value[1:], last[None]], axis=0)  # value[t + 1]
+        truncated = traj.episode_end & ~traj.agent_terminal
+        return traj.replace(next_value=jnp.where(truncated, traj.next_value, following))
+
+    trajectories = {role: with_bootstrap(role, traj) for role, traj in trajectories.items()}
     return runner.replace(env=env, key=key), trajectories, finished
 
 

@@ -9,6 +9,8 @@ used in training only: the policy acts on the agent's own observation.
 
 - Bootstrap: ``V`` of the global state after every step (``final_state``, before any reset),
   cut only by termination (the episode's, or the prey's own capture); truncation bootstraps.
+  As in ``ippo``, only truncated steps take a value pass on ``final_state``; elsewhere it is
+  the next step's value (:func:`ppage_jax.train.algorithms.ippo.rollout`).
 - Checkpoints hold both networks (``policy_state``); acting reads the actor only.
 
 ``train(key, config, params) -> (runner_state, metrics)``: see ``ppage_jax/train/__init__.py``.

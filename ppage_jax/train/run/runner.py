@@ -1,11 +1,18 @@
 """Host-side driver of a training run: all seeds at once (``vmap``), in compiled chunks of
 updates so a progress bar can follow; the result equals ``jax.vmap(train)`` over the seeds.
+A run of one seed compiles the unbatched program instead (on the default config it runs
+faster than a ``vmap`` over a batch of one; docs/performance.md); its runner state and
+metrics still carry the leading seed axis (of size 1), so checkpoints, policies and metrics
+rows look the same either way. The compiled programs are cached per config, so another run
+of the same config in this process does not compile again.
 
 Between chunks (never inside compiled code) the driver checks for divergence
 (:mod:`ppage_jax.train.run.divergence`), writes a training checkpoint when one is due
 (:class:`~ppage_jax.train.run.checkpoint.TrainingCheckpoints`) and honours a stop request
-(Ctrl-C). Given checkpoints, it first restores the newest one and continues from there with
-the same compiled chunk, so a resumed run ends with the same metrics and parameters as an
+(Ctrl-C). Once a chunk's metrics are read and checked, the next chunk is dispatched before
+the rest of the host work (logging, checkpoints), which then runs while the device computes.
+Given checkpoints, it first restores the newest one and continues from there with the same
+compiled chunk, so a resumed run ends with the same metrics and parameters as an
 uninterrupted one (bit for bit on the same device and software).
 
 With several processes (:mod:`ppage_jax.distributed`) each process trains its own share of
@@ -16,6 +23,7 @@ metrics, the checkpoints and the final state are gathered so every process holds
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -71,6 +79,60 @@ def _concat(rows: list[dict]) -> dict:
     return jax.tree.map(lambda *a: np.concatenate(a, axis=1), *rows)
 
 
+def _per_seed(fn: Callable, batch: bool) -> Callable:
+    """``fn(x, config, params)`` over the leading seed axis of ``x`` (and of the results):
+    vmapped, or for a batch of one seed the unbatched ``fn`` between dropping that axis from
+    ``x`` and adding it back to the results (free reshapes inside the compiled program)."""
+    if batch:
+        return jax.vmap(fn, in_axes=(0, None, None))
+
+    def one(x, config, params):
+        out = fn(jax.tree.map(lambda a: a[0], x), config, params)
+        return jax.tree.map(lambda a: jnp.asarray(a)[None], out)
+
+    return one
+
+
+@functools.partial(jax.jit, static_argnames=("batch",))
+def _init_seeds(keys: jax.Array, tc: TrainConfig, params: EnvParams, *, batch: bool) -> Any:
+    """The runner states of the seeds of ``keys`` (leading seed axis)."""
+    return _per_seed(algorithm(tc.algorithm).init, batch)(keys, tc, params)
+
+
+@functools.partial(jax.jit, static_argnames=("size", "batch"))
+def _chunk_seeds(
+    runner: Any,
+    tc: TrainConfig,
+    params: EnvParams,
+    curriculum: Curriculum | None,
+    *,
+    size: int,
+    batch: bool,
+) -> tuple[Any, dict]:
+    """``size`` updates of every seed of ``runner``: the runner states after them and the
+    metrics rows [num_seeds, size, ...]. Jitted once for the module, so that another run of
+    the same config in this process reuses the compiled program."""
+    update = algorithm(tc.algorithm).update
+
+    def chunk(runner, params, curriculum):
+        return run_updates(update, runner, tc, params, size, curriculum)
+
+    return _per_seed(chunk, batch)(runner, params, curriculum)
+
+
+def _batch_seeds(batch_seeds: bool | None, num_seeds: int, multi: bool) -> bool:
+    """Whether the seeds run vmapped: always with several seeds or processes; by default
+    (``None``) not for a single seed."""
+    if batch_seeds is None:
+        return num_seeds != 1 or multi
+    if not batch_seeds and (num_seeds != 1 or multi):
+        raise ValueError(
+            f"batch_seeds=False trains a single seed in a single process; got "
+            f"{num_seeds} seeds on {jax.process_count()} process(es)"
+        )
+    return bool(batch_seeds)
+
+
 def _check_everywhere(
     check: DivergenceCheck, metrics: dict, done: int, runner: Any, mine: slice, name: str
 ) -> None:
@@ -102,6 +164,8 @@ def run_training(
     should_stop: Callable[[], bool] | None = None,
     check_divergence: bool = True,
     curriculum: Curriculum | None = None,
+    batch_seeds: bool | None = None,
+    prefetch: bool = True,
 ) -> TrainResult:
     """Train ``num_seeds`` seeds together; ``on_chunk(metrics_chunk, env_steps_done,
     runner)`` is called after each compiled chunk (metrics arrays [num_seeds, chunk, ...];
@@ -114,6 +178,13 @@ def run_training(
     :class:`~ppage_jax.train.run.divergence.DivergenceError` (the checkpoints written before it
     are kept; ``err.metrics`` holds the rows up to it). ``curriculum`` (traced) schedules
     EnvParams leaves over env steps (:mod:`ppage_jax.train.run.curriculum`).
+
+    ``batch_seeds``: run the seeds through ``vmap`` (True) or, for one seed in one process,
+    the unbatched program (False); by default (None) the unbatched one exactly when there is
+    one seed. Both give the same results up to float rounding and read each other's
+    checkpoints. ``prefetch``: dispatch the next chunk before ``on_chunk`` and the checkpoint
+    of the current one, so that host work overlaps the device's (False: one after the
+    other); the results are the same.
     """
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
@@ -121,8 +192,12 @@ def run_training(
     if multi:
         check_divisible(num_seeds, make_mesh(), "experiment.num_seeds")
     mine = process_rows(num_seeds, make_mesh()) if multi else slice(0, num_seeds)
-    runner = jax.jit(jax.vmap(module.init, in_axes=(0, None, None)))(
-        seed_keys(seed, num_seeds)[mine], tc, apply_curriculum(curriculum, params, jnp.int32(0))[0]
+    batch = _batch_seeds(batch_seeds, num_seeds, multi)
+    runner = _init_seeds(
+        seed_keys(seed, num_seeds)[mine],
+        tc,
+        apply_curriculum(curriculum, params, jnp.int32(0))[0],
+        batch=batch,
     )
     size = chunk_size(tc.num_updates, target_chunks)
     done, finished, rows = 0, False, []
@@ -139,6 +214,7 @@ def run_training(
             restored.chunk_size,
         )
         rows.append(restored.metrics)
+    restored = None  # the runner restored is not kept alive beside its successors
     resumed_from = done
     check = DivergenceCheck(tc, module.policy_state) if check_divergence else None
     if check is not None and rows:
@@ -149,24 +225,33 @@ def run_training(
     compile_seconds = 0.0
     stopped = False
     if not finished:
-
-        def chunk(runner, params, curriculum):
-            return run_updates(module.update, runner, tc, params, size, curriculum)
-
-        lowered = jax.jit(jax.vmap(chunk, in_axes=(0, None, None))).lower(
-            runner, params, curriculum
-        )
+        lowered = _chunk_seeds.lower(runner, tc, params, curriculum, size=size, batch=batch)
         fault_soon("compile")  # testing hook: killed while XLA compiles
         compiled = lowered.compile()
         compile_seconds = time.perf_counter() - start
+
+    def checkpoint_due() -> bool:
+        return checkpoints is not None and (
+            finished or stop() or checkpoints.due(done - size, done)
+        )
+
+    # pending: (runner, metrics) of the chunk dispatched (JAX runs it asynchronously) and not
+    # read yet. With prefetch the next chunk is dispatched as soon as this one's metrics are
+    # read and checked (so a diverged chunk is never followed by another), and on_chunk and
+    # the checkpoint run while the device computes it. should_stop is asked as often and in
+    # the same order either way: for the chunk's checkpoint, then whether to go on.
     chunks = 0
-    while not finished:
+    pending = None
+    if not finished:
         if stop():
             stopped = True
-            break
-        following, metrics = compiled(runner, params, curriculum)
-        chunks += 1
-        fault(f"chunk:{chunks}")  # testing hook: killed while a chunk runs
+        else:
+            pending = compiled(runner, tc, params, curriculum)
+            chunks = 1
+            fault("chunk:1")  # testing hook: killed while a chunk runs
+    while pending is not None:
+        following, metrics = pending
+        pending = None
         metrics = gather_rows(metrics) if multi else jax.device_get(metrics)
         if check is not None:
             try:
@@ -178,15 +263,32 @@ def run_training(
         runner = following
         rows.append(metrics)
         done += size
-        if on_chunk is not None:
-            on_chunk(metrics, done * tc.env_steps_per_update, runner)
         finished = done >= tc.num_updates or (
             tc.episodes is not None and not np.asarray(metrics["active"]).any()
         )
-        if checkpoints is not None and (finished or stop() or checkpoints.due(done - size, done)):
+        if prefetch:
+            save = checkpoint_due()
+            go_on = not finished and not stop()
+            if go_on:  # from this chunk's runner, kept (not donated) for on_chunk and checkpoint
+                pending = compiled(runner, tc, params, curriculum)
+        if on_chunk is not None:
+            on_chunk(metrics, done * tc.env_steps_per_update, runner)
+        if not prefetch:
+            save = checkpoint_due()
+        if save:
             whole = gather_rows(runner) if multi else runner
             checkpoints.save(done, whole, _concat(rows), finished, size)
+            del whole  # not kept alive beside the next chunks' runners
             fault(f"between:{checkpoints.saved}")  # testing hook: killed between chunks
+        if not prefetch:
+            go_on = not finished and not stop()
+            if go_on:
+                pending = compiled(runner, tc, params, curriculum)
+        if go_on:
+            chunks += 1
+            fault(f"chunk:{chunks}")  # testing hook: killed while a chunk runs
+        else:
+            stopped = not finished
     jax.block_until_ready(runner)
     if multi:
         runner = gather_rows(runner)
