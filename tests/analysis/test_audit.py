@@ -66,6 +66,7 @@ def test_components_add_up_to_the_base_term(default_report):
             assert parts == pytest.approx(returns["base"], rel=1e-4, abs=1e-3), (p["name"], role)
 
 
+@pytest.mark.slow  # a second audit
 def test_intercept_is_audited_by_name_and_other_pairs_stay_the_same(default_env, default_report):
     # The rollout compiles only the baselines the pairs name; the chase/evade episodes are the
     # default audit's, and the intercept chase captures every one of them sooner on average.

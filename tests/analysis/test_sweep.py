@@ -536,6 +536,7 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
     assert info["baselines"] == ["honest", "hacked"] and info["audit"] is True
 
 
+@pytest.mark.slow  # a sweep with baselines
 def test_the_baselines_play_the_same_layouts_once(hacked_sweep):
     from ppage_jax.analysis.sweep.baselines import read_baselines
 

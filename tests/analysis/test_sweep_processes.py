@@ -120,6 +120,7 @@ def test_small_memory_budget_shrinks_the_chunk_and_changes_no_number(unchunked, 
     assert (out / "curves.csv").read_text() == (whole_dir / "curves.csv").read_text()
 
 
+@pytest.mark.slow  # two processes train the sweep
 def test_two_process_sweep_equals_the_single_process_sweep(unchunked, sweep_file, tmp_path):
     _, whole_dir = unchunked
     out = tmp_path / "two"

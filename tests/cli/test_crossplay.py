@@ -55,6 +55,7 @@ def run_b(run_a, tmp_path_factory):
     return path, tc, frozen, before, checkpoint, a_policies, runner, metrics
 
 
+@pytest.mark.slow  # two runs
 def test_a_frozen_opponent_keeps_its_weights_bit_for_bit(run_a, run_b):
     _, tc, frozen, before, checkpoint, a_policies, runner, metrics = run_b
     a_path = run_a[0]

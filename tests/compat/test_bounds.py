@@ -66,6 +66,7 @@ def observations(name: str) -> dict:
     return {"params": {}, "per_agent": None, **BUILDERS.get(name, {"type": name})}
 
 
+@pytest.mark.slow  # rollouts of every builder
 @pytest.mark.parametrize("name", observation_builders())
 def test_observations_stay_inside_the_real_bounds(name):
     env = pj.make(None, dict(BASE, observations=observations(name)))

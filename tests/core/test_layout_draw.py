@@ -53,6 +53,7 @@ def _targets(key, n, k):
     return np.arange(k) + np.asarray(jax.random.randint(key, (k,), 0, n - np.arange(k)))
 
 
+@pytest.mark.slow  # large shuffles
 @pytest.mark.parametrize("n, k", [(1, 1), (2, 2), (5, 3), (9, 9), (100, 26), (3000, 2000)])
 def test_the_loop_free_shuffle_equals_the_in_place_one(n, k):
     for seed in range(5):

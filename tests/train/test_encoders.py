@@ -83,6 +83,7 @@ def test_the_config_check_agrees_with_what_the_builders_declare():
     "observation, channels",
     [("local_radius", (0, 1, 2, 3, 4)), ("absolute", (0, 1, 2, 3, 4)), ("relative", (0, 1, 2, 3))],
 )
+@pytest.mark.slow  # compiles each builder's window
 def test_the_set_window_is_the_grid_view_rebuilt_from_the_slots(observation, channels):
     """Summing the slots at their offsets gives back the egocentric grid observation (within
     the view radius): others (present, prey, captured), obstacles and the grid's edge."""

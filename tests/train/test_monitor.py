@@ -244,6 +244,7 @@ def test_a_config_built_to_be_hacked_is_flagged(hacked_and_honest):
     )
 
 
+@pytest.mark.slow  # a training run
 def test_the_honest_twin_is_not_flagged(hacked_and_honest):
     monitor_, flags, rows = hacked_and_honest["honest"]
     assert flags == []

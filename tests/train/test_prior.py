@@ -39,6 +39,7 @@ def test_an_unknown_prior_is_refused_in_one_line():
         tiny_config("ippo", {"prior": "oracle"})
 
 
+@pytest.mark.slow  # rollouts of both guides
 def test_the_intercept_guide_is_the_intercept_chase_and_greedy_evade():
     """``intercept`` (teacher or prior) gives predators the intercept chase's actions and
     prey greedy evade's, each role from its own key stream (both roles learn here)."""
@@ -101,6 +102,7 @@ def test_a_strong_prior_plays_the_baselines_moves_and_needs_the_state(residual, 
         mappo.greedy_actions(tc, policy, jax.random.PRNGKey(0), obs)
 
 
+@pytest.mark.slow  # a rollout and an update
 def test_the_loss_recomputes_the_rollouts_log_probs_with_the_stored_prior(residual, trained):
     tc, _ = residual
     runner = trained

@@ -93,6 +93,7 @@ def test_a3c_learns_the_tiny_task_with_finite_losses(a3c_run):
     np.testing.assert_array_equal(steps, [tc.num_updates * 4 * 2] * 2)
 
 
+@pytest.mark.slow  # trains several seeds
 @pytest.mark.parametrize("name", ["a2c", "a3c"])
 def test_vmap_keeps_the_seeds_apart(name, a2c_run, a3c_run):
     tc, (_, metrics) = a2c_run if name == "a2c" else a3c_run

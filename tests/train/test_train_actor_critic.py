@@ -66,6 +66,7 @@ def test_actor_critic_learns_the_tiny_task_with_finite_losses(tc, trained):
     np.testing.assert_array_equal(norm.count, [tc.num_updates * tc.env_steps_per_update * 2] * 2)
 
 
+@pytest.mark.slow  # a training run
 def test_discount_is_gamma_to_the_steps_into_the_episode(tc, trained):
     runner, _ = trained
     steps = np.log(np.asarray(runner.discount["predator"])) / np.log(tc.hp.gamma)
@@ -106,6 +107,7 @@ def _batch(valid) -> actor_critic.Transition:
     )
 
 
+@pytest.mark.slow  # training runs
 @pytest.mark.parametrize("normalize", [False, True])
 def test_captured_prey_transitions_change_nothing(normalize):
     hp = actor_critic.Hyperparams(normalize_returns=normalize, actor_weight_decay=0.01)

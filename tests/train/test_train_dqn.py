@@ -38,6 +38,7 @@ def trained(tc):
     return train_seeds(tc)
 
 
+@pytest.mark.slow  # a learning run
 def test_d3qn_learns_the_tiny_task_with_finite_losses(tc, trained):
     runner, metrics = trained
     assert set(metrics["losses"]) == {"q_loss/predator", "q_loss/prey"}

@@ -132,6 +132,7 @@ def test_jalgt_learns_the_tiny_task_with_finite_errors(tc, trained):
     assert_learned(tc, policies, metrics, losses, optimal=OPTIMAL_STEPS_ONE_PREDATOR)
 
 
+@pytest.mark.slow  # trains several seeds
 def test_vmap_keeps_the_seeds_apart(tc, trained):
     assert_seeds_kept_apart(tc, trained[1])
 

@@ -43,6 +43,7 @@ def test_tabular_algorithms_learn_the_tiny_task(algo, iql_run):
     assert_learned(tc, tabular.policy_state(runner), metrics, loss_names(["td_error"]))
 
 
+@pytest.mark.slow  # trains several seeds
 def test_vmap_keeps_the_seeds_apart(iql_run):
     tc, (_, metrics) = iql_run
     assert_seeds_kept_apart(tc, metrics)
@@ -129,6 +130,7 @@ def test_hashing_is_deterministic_and_collision_rate_counts_shared_rows():
     assert tabular.collision_rate(np.asarray(obs), 1 << 20)["collision_rate"] == 0.0
 
 
+@pytest.mark.slow  # trains over stacked params
 def test_reward_weights_are_traced_and_train_vmaps_over_env_params(iql_run):
     """A weight change reuses the compiled program, and train vmaps over stacked EnvParams
     (the sweep's use): each design's run equals the run with its params alone."""
