@@ -269,7 +269,8 @@ def test_play_advances_and_pause_stops(opened):
     tab.click("#play")
     tab.wait_for_function("Number(document.getElementById('step').value) >= 2", timeout=5000)
     tab.click("#play")
-    stopped = tab.eval_on_selector("#step", "e => e.value")
+    tab.wait_for_function("document.getElementById('play').textContent === 'Play'", timeout=5000)
+    stopped = tab.eval_on_selector("#step", "e => e.value")  # read once the pause took effect
     tab.wait_for_timeout(300)  # 16 steps/s: would have moved on if still playing
     assert tab.eval_on_selector("#step", "e => e.value") == stopped
     assert tab.inner_text("#play") == "Play" and errors == []
