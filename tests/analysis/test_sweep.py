@@ -560,6 +560,7 @@ def test_the_baselines_play_the_same_layouts_once(hacked_sweep):
     assert f"| {chase} | 1 | 1 | 1 | 0 |" in report
 
 
+@pytest.mark.slow  # a sweep with audit and baselines
 def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_sweep):
     _, _, _, out = hacked_sweep
     report = (out / "report.md").read_text()

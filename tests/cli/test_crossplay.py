@@ -74,6 +74,7 @@ def test_a_frozen_opponent_keeps_its_weights_bit_for_bit(run_a, run_b):
     assert np.isfinite(np.asarray(metrics["losses"]["actor_loss/predator"])).all()
 
 
+@pytest.mark.slow  # two runs
 def test_the_frozen_role_acts_as_its_run_trained_it(run_a, run_b):
     _, a_tc, _ = run_a
     _, tc, frozen, before, *_ = run_b

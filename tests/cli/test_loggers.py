@@ -79,6 +79,7 @@ def test_the_logger_choice_never_changes_the_result(runs):
     assert not (plain / "tensorboard").exists() and not (plain / "wandb").exists()
 
 
+@pytest.mark.slow  # trains to a monitor flag
 def test_strict_exits_non_zero_when_the_monitor_flags(runs):
     every, plain, (code_every, out_every), (code_plain, out_plain) = runs
     assert (code_every, code_plain) == (3, 0)  # only --strict turns it into 3

@@ -74,6 +74,7 @@ def test_discount_is_gamma_to_the_steps_into_the_episode(tc, trained):
     assert steps.min() >= 0 and steps.max() <= MAX_STEPS - 1
 
 
+@pytest.mark.slow  # trains several seeds
 def test_vmap_keeps_the_seeds_apart(tc, trained):
     assert_seeds_kept_apart(tc, trained[1])
 

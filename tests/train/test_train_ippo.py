@@ -41,6 +41,7 @@ def test_ippo_learns_the_tiny_task_with_finite_losses(tc, trained):
     assert int(runner.progress.env_steps[0]) == tc.num_updates * tc.env_steps_per_update
 
 
+@pytest.mark.slow  # trains each seed again separately
 def test_vmap_over_seeds_equals_separate_runs(tc, trained):
     """Seed 1 of the vmapped run equals a separate run of seed 1. The two programs batch
     their matrix products differently, so float rounding differs in the last bits, and once a
