@@ -23,10 +23,11 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,8 +35,36 @@ PARTIAL = ".partial-"
 FAULT_ENV = "PPAGE_JAX_FAULT"
 
 
+# A run directory's figures (drawn by ppage_jax.viz.run_figures from the run's saved files).
+CURVES_FILE = "learning_curves.png"
+CAPTURE_CURVES_FILE = "capture_curves.png"
+
+
 class OutputError(Exception):
     """An output path that cannot be used; the message is one line naming it and why."""
+
+
+def clear_output(
+    directory: Path,
+    names: Sequence[str],
+    kind: str,
+    overwrite: bool,
+    resume: str,
+    elsewhere: str = "choose another output directory",
+) -> None:
+    """Make way for a new ``kind`` (run, sweep, search) in ``directory``: refused
+    (:class:`OutputError`, ``resume`` the flag that would continue it, ``elsewhere`` the
+    other way out) while it holds any of the ``kind``'s files ``names``, unless
+    ``overwrite``, which deletes them (nothing else)."""
+    present = [name for name in names if (directory / name).exists()]
+    if present and not overwrite:
+        raise OutputError(
+            f"{kind} directory {directory} already holds a {kind} ({', '.join(present)}); "
+            f"continue it with {resume}, replace it with --overwrite, or {elsewhere}"
+        )
+    for name in present:
+        target = directory / name
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
 
 
 def _file_mode() -> int:

@@ -94,6 +94,16 @@ def output_file(text: str) -> str:
     return text
 
 
+def add_set_argument(
+    parser: argparse.ArgumentParser,
+    help_text: str = "override a config key, e.g. --set env.size=12 (value read as YAML)",
+) -> None:
+    """The repeatable ``--set key=value`` config override (into ``args.overrides``)."""
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_text
+    )
+
+
 def add_config_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """The CONFIG_DIR positional and repeatable ``--set key=value`` overrides."""
     parser.add_argument(
@@ -103,14 +113,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, required: bool = True)
         default=None if required else "configs/default",
         help="config directory in PPAGE's layout (env.yaml, agents.yaml, ...)",
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key, e.g. --set env.size=12 (value read as YAML)",
-    )
+    add_set_argument(parser)
     parser.add_argument(
         "--experiment",
         metavar="FILE",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ppage_jax.artifacts import OutputError, prepare_output_dir, write_json, write_text
-from ppage_jax.cli.args import positive_int, seed_number
+from ppage_jax.cli.args import add_set_argument, positive_int, seed_number
 from ppage_jax.config import Config, load_config, parse_override
 from ppage_jax.state import EnvParams
 from ppage_jax.train import make_train_config
@@ -31,13 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=seed_number, default=None, help="first seed of the eval block"
     )
     parser.add_argument("--max-steps", type=positive_int, default=None, help="step cap per episode")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="evaluate under a changed config (shapes must match), e.g. "
+    add_set_argument(
+        parser,
+        "evaluate under a changed config (shapes must match), e.g. "
         "--set experiment.roles.preys=evade",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")

@@ -24,7 +24,7 @@ from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
-from ppage_jax.cli.args import EXIT_BAD_INPUT, positive_int
+from ppage_jax.cli.args import EXIT_BAD_INPUT, add_set_argument, positive_int
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.config import parse_override
 from ppage_jax.tracking.loggers import add_logger_argument
@@ -48,13 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="sweep file (default: configs/ablation/sweep.yaml, PPAGE's four-condition ablation)",
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key of every arm, e.g. --set "
+    add_set_argument(
+        parser,
+        "override a config key of every arm, e.g. --set "
         "experiment.total_timesteps=100000 (value read as YAML)",
     )
     parser.add_argument("--seeds", type=positive_int, default=None, help="seeds per arm")

@@ -27,6 +27,11 @@ from ppage_jax.stats.survival import BOOTSTRAP_REPS, survival_summary
 from ppage_jax.types import ROLES
 from ppage_jax.wrappers import BatchedAutoResetEnv
 
+# The evaluation rows of a run, in table order: predators against the same prey, then prey
+# against the same predators (the capture-curve panels compare the same rows).
+PREDATOR_ROWS = ("trained", "trained_greedy", "random", "chase")
+PREY_ROWS = ("trained", "prey_random", "prey_evade")
+
 
 def _flat(episodes: Mapping[str, Any], key: str, tail: tuple[int, ...] = ()) -> np.ndarray:
     return np.asarray(episodes[key]).reshape((-1, *tail))

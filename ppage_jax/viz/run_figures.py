@@ -21,16 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ppage_jax.artifacts import save_figure
+from ppage_jax.artifacts import CAPTURE_CURVES_FILE, CURVES_FILE, save_figure
+from ppage_jax.episodes.summary import PREDATOR_ROWS, PREY_ROWS
 from ppage_jax.stats.survival import capture_curve, number_text, turns_text
 from ppage_jax.types import ROLES
-
-CURVES_FILE = "learning_curves.png"
-CAPTURE_CURVES_FILE = "capture_curves.png"
-# The evaluation rows each capture-curve panel compares: predators against the same prey,
-# then prey against the same predators.
-PREDATOR_ROWS = ("trained", "trained_greedy", "random", "chase")
-PREY_ROWS = ("trained", "prey_random", "prey_evade")
 
 
 def _value(text: str) -> Any:

@@ -150,6 +150,7 @@ def test_ordering_violation_and_stalling_on_a_config_that_pays_for_distance(defa
     assert len(programs) == 1 and programs[0]._cache_size() == 1
 
 
+@pytest.mark.slow  # a second audit
 def test_a_term_that_dominates_is_flagged(default_env):
     params = default_env.with_weights(default_env.default_params, predator_distance=50.0)
     report = audit_rewards(
@@ -164,6 +165,7 @@ def test_a_term_that_dominates_is_flagged(default_env):
     assert not kinds(report, "early_termination")
 
 
+@pytest.mark.slow  # a second audit
 def test_early_termination_when_prey_pay_to_live(default_env):
     params = default_env.with_weights(default_env.default_params, survival=-5.0)
     report = audit_rewards(
@@ -183,6 +185,7 @@ def test_clean_reward_has_no_flags(default_env):
     assert report["flags"] == []
 
 
+@pytest.mark.slow  # a second env's audit
 def test_obstacle_penalty_fires_with_blocking_off_and_potentials_are_not_flagged():
     env = pj.make(
         "configs/default",
@@ -206,6 +209,7 @@ def test_obstacle_penalty_fires_with_blocking_off_and_potentials_are_not_flagged
     assert {f["term"] for f in kinds(report, "not_potential")} == {"survival"}
 
 
+@pytest.mark.slow  # audits through the CLI
 def test_cli_strict_exits_nonzero_and_prints_json(capsys, tmp_path):
     out = tmp_path / "audit.json"
     code = cli_main(

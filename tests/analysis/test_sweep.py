@@ -597,6 +597,7 @@ def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_swe
     assert timing.count("| hacked | 0 |") == 1 and "| honest |" not in timing
 
 
+@pytest.mark.slow  # a sweep trained to hacking, resumed
 def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep, tmp_path):
     spec, summary, _, out = hacked_sweep
     with open(out / "audit.csv", newline="") as fh:

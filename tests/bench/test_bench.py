@@ -15,6 +15,7 @@ from ppage_jax.bench import core as benchmark
 from ppage_jax.cli.main import main
 
 
+@pytest.mark.slow  # a benchmark
 def test_bench_command_writes_report_table_and_plot(tmp_path, capsys):
     out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
     code = main(

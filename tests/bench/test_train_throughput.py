@@ -50,6 +50,7 @@ def tiny_tc(algorithm: str = "ippo", network: str | None = None, updates: int = 
     return make_train_config(pj.load_config("configs/default", overrides))
 
 
+@pytest.mark.slow  # builds both trainers
 @pytest.mark.parametrize("algorithm", ["ippo", "mappo"])
 def test_reference_network_is_ppage_jax_network(algorithm):
     """Both roles learn in configs/default; each role's parameters match ippo.init's: the

@@ -86,6 +86,7 @@ def test_the_frozen_role_acts_as_its_run_trained_it(run_a, run_b):
     assert int(mine[2]) == int(theirs[2])  # the prey's row
 
 
+@pytest.mark.slow  # two runs
 def test_bad_frozen_settings_fail_with_one_line(run_a, run_b, tmp_path):
     a_path = run_a[0]
     with pytest.raises(
@@ -110,6 +111,7 @@ def test_bad_frozen_settings_fail_with_one_line(run_a, run_b, tmp_path):
         make_train_config(bigger)
 
 
+@pytest.mark.slow  # two runs
 def test_crossplay_of_two_tiny_runs_writes_its_table(run_a, run_b, tmp_path, capsys):
     a, b = str(run_a[0]), str(run_b[0])
     assert main(["crossplay", a, b, "--episodes", "4", "--out", str(tmp_path)]) == 0
@@ -133,6 +135,7 @@ def test_crossplay_of_two_tiny_runs_writes_its_table(run_a, run_b, tmp_path, cap
     assert "cannot cross-play" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a run
 def test_crossplay_out_that_is_a_file_fails_before_playing(run_a, tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.write_text("")

@@ -4,9 +4,8 @@ or interrupted (SIGINT), then resumed, end with exactly the files of an uninterr
 Each scenario is a subprocess started with ``PPAGE_JAX_FAULT=<point>`` (the process signals
 itself there), then ``--resume`` in a second subprocess. The scenarios the selected tests need
 run a few at a time and share one compilation cache; the compile-time kills run without it
-(so the kill lands in XLA) and the resume with it. The default run keeps one kill during a
-chunk, one during a checkpoint write and one during a sweep commit, and one Ctrl-C; the
-other points are marked slow (``pytest -m slow tests/cli/test_faults.py``).
+(so the kill lands in XLA) and the resume with it. Every scenario trains in subprocesses,
+so the module is in the slow set (``pytest -m slow tests/cli/test_faults.py``).
 """
 
 from __future__ import annotations
@@ -32,12 +31,13 @@ from cli_testing import (
 
 from ppage_jax.artifacts import PARTIAL
 
+# Every scenario kills and resumes whole CLI runs: the module is in the slow set.
+pytestmark = pytest.mark.slow
+
 KILLED = -signal.SIGKILL
 INTERRUPTED = 130
 RUN_POINTS = ("compile", "chunk:3", "checkpoint:2", "eval", "write:summary.json")
 SWEEP_POINTS = ("compile", "chunk:2", "commit:2", "write:results.csv", "write:report.md")
-# The points of the default run; the others are slow.
-DEFAULT_POINTS = {("run", "chunk:3"), ("run", "checkpoint:2"), ("sweep", "commit:2")}
 CTRL_C = {"run": "chunk:3@INT", "sweep": "chunk:2@INT"}
 # A full disk (an injected ENOSPC) at each writer: (kind, point, the path named).
 FULL_DISK = (
@@ -48,7 +48,6 @@ FULL_DISK = (
     ("run", "write:summary.json@ENOSPC", "summary.json"),
     ("sweep", "write:report.md@ENOSPC", "report.md"),
 )
-DEFAULT_FULL_DISK = {"checkpoint:2@ENOSPC"}
 # Killed right after a checkpoint or chunk commit; Ctrl-C (chunk:N@INT) stops there too.
 BETWEEN = "between:1"
 
@@ -122,14 +121,6 @@ def faults(tmp_path_factory):
     return references, scenario, cache
 
 
-def _points(kind: str, points: tuple[str, ...]) -> list:
-    """``points`` of ``kind`` as test parameters, those outside the default run marked slow."""
-    return [
-        p if (kind, p) in DEFAULT_POINTS else pytest.param(p, marks=pytest.mark.slow)
-        for p in points
-    ]
-
-
 def _job(item: pytest.Item) -> tuple[str, str] | None:
     """The (kind, point) scenario a selected test of this module reads, if any."""
     params = getattr(item, "callspec", None)
@@ -167,8 +158,7 @@ def _assert_resumed_like(reference: Path, outcome: Outcome, names: tuple[str, ..
     assert not list(outcome.out.rglob("*.partial-*"))  # no temporary file left
 
 
-@pytest.mark.slow  # kills and resumes whole runs
-@pytest.mark.parametrize("point", _points("run", RUN_POINTS))
+@pytest.mark.parametrize("point", RUN_POINTS)
 def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
     references, outcomes, _ = matrix
     outcome = outcomes["run", point]
@@ -203,7 +193,7 @@ def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
     assert summary["resumed_from_update"] == restored
 
 
-@pytest.mark.parametrize("point", _points("sweep", SWEEP_POINTS))
+@pytest.mark.parametrize("point", SWEEP_POINTS)
 def test_killed_sweep_resumes_to_the_same_results(matrix, point):
     references, outcomes, _ = matrix
     outcome = outcomes["sweep", point]
@@ -231,7 +221,7 @@ def test_killed_sweep_resumes_to_the_same_results(matrix, point):
     assert (outcome.out / "report.md").is_file()
 
 
-@pytest.mark.parametrize("kind", ["run", pytest.param("sweep", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["run", "sweep"])
 def test_ctrl_c_stops_between_chunks_and_prints_the_resume_command(matrix, kind):
     references, outcomes, _ = matrix
     outcome = outcomes[kind, CTRL_C[kind]]
@@ -249,7 +239,6 @@ def test_ctrl_c_stops_between_chunks_and_prints_the_resume_command(matrix, kind)
         _assert_resumed_like(references["sweep"], outcome, ("results.csv", "curves.csv"))
 
 
-@pytest.mark.slow
 def test_ctrl_c_during_compile_exits_130_without_a_traceback(matrix, tmp_path):
     _, _, cache = matrix
     config = write_run_config(tmp_path / "tiny")
@@ -269,7 +258,6 @@ def test_ctrl_c_during_compile_exits_130_without_a_traceback(matrix, tmp_path):
     assert stderr.strip().splitlines()[-1].endswith(f"resume with: ppage-jax run --resume {out}")
 
 
-@pytest.mark.slow
 def test_killed_between_chunks_resumes(faults):
     references, scenario, _ = faults
     run = scenario("run", BETWEEN)
@@ -282,10 +270,7 @@ def test_killed_between_chunks_resumes(faults):
 
 @pytest.mark.parametrize(
     "full_disk",
-    [
-        case if case[1] in DEFAULT_FULL_DISK else pytest.param(case, marks=pytest.mark.slow)
-        for case in FULL_DISK
-    ],
+    FULL_DISK,
     ids=[case[1] for case in FULL_DISK],
 )
 def test_a_full_disk_is_one_line_and_exit_1_and_resumes(matrix, full_disk):
@@ -316,7 +301,6 @@ def _stopped(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
 
 
-@pytest.mark.slow  # a run in a subprocess
 def test_a_second_resume_of_a_running_run_is_one_line_and_exit_2(faults, tmp_path):
     """The first --resume holds the run's lock (it stops itself, SIGSTOP, after its first
     chunk); a second --resume is refused in one line naming the first one's PID, and the

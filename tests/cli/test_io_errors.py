@@ -94,6 +94,7 @@ def test_a_missing_directory_for_a_report_file(tmp_path, capsys, command):
     assert f"output file {tmp_path} is a directory; give a file name" in _error(capsys)
 
 
+@pytest.mark.slow  # a run through the CLI
 def test_a_truncated_training_checkpoint(stopped_run, tmp_path, capsys):
     run = _copy(stopped_run, tmp_path)
     data = sorted(

@@ -95,6 +95,7 @@ def test_strict_exits_non_zero_when_the_monitor_flags(runs):
     assert {r["monitor/hacking/predator"] for r in rows} == {"0", "1"}
 
 
+@pytest.mark.slow  # trains with every logger
 def test_tensorboard_event_files_hold_the_run(runs):
     every = runs[0]
     rows = metrics_csv(every)
@@ -159,6 +160,7 @@ def items(updates) -> dict:
     return {(u.key or "/".join(u.nested_key)): json.loads(u.value_json) for u in updates}
 
 
+@pytest.mark.slow  # trains with every logger
 def test_wandb_offline_run_holds_the_run(runs):
     every = runs[0]
     rows = metrics_csv(every)

@@ -73,6 +73,7 @@ def test_a_nan_checkpoint_is_refused_by_evaluate_crossplay_and_render(runs, tmp_
     assert not gif.exists()
 
 
+@pytest.mark.slow  # a run through the CLI
 def test_evaluate_under_another_config_writes_beside_the_run(runs, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(runs["good"], run)
@@ -99,6 +100,7 @@ def test_evaluate_under_another_config_writes_beside_the_run(runs, tmp_path, cap
     assert '"episodes": 2' in (where / "evaluation.json").read_text()
 
 
+@pytest.mark.slow  # a run through the CLI
 def test_strict_with_the_monitor_disabled_says_nothing_was_checked(tmp_path, capsys):
     # One update of the tiny run (8 grids x 16 turns) with the monitor off.
     config = write_run_config(

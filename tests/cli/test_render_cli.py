@@ -72,6 +72,7 @@ def untrained_ippo_run(tmp_path_factory):
     return run_dir, tc, policies
 
 
+@pytest.mark.slow  # a run through the CLI
 def test_render_run_uses_the_checkpoint(untrained_ippo_run, tmp_path, capsys):
     from ppage_jax.train.run.policy import trained_policy
     from ppage_jax.viz.run_gif import write_run_gif

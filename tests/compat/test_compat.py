@@ -138,6 +138,7 @@ def test_seeded_resets_are_reproducible():
 
 
 # ------------------------------------------------------------------------------ JaxMARL
+@pytest.mark.slow  # a jitted rollout
 def test_jaxmarl_jitted_dict_rollout_matches_native():
     env = pj.make("configs/default", {"env.termination.max_steps": 7})
     marl = JaxMARLEnv(env, final_obs=True)

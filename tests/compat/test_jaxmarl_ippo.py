@@ -21,7 +21,7 @@ client = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(client)
 
 
-@pytest.mark.parametrize("algorithm", ["ippo", "mappo"])
+@pytest.mark.parametrize("algorithm", ["ippo", pytest.param("mappo", marks=pytest.mark.slow)])
 def test_jaxmarl_style_ppo_runs_unchanged(algorithm):
     mappo = algorithm == "mappo"
     env = JaxMARLEnv("configs/1v1", world_state=mappo, env={"termination": {"max_steps": 8}})

@@ -167,6 +167,7 @@ def test_batched_auto_reset_vmapped_over_arms_equals_each_arm(env):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[arm])
 
 
+@pytest.mark.slow  # compiles the batched reset
 def test_finished_grid_j_restarts_from_the_documented_key():
     """All 8 grids end at turn 1; with R = 4 and one_by_one = 5, grids 0-3 reset in a round
     of 4 and grids 4-7 one by one, each from split(fold_in(k_reset, j // R), R)[j % R]."""

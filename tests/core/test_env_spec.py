@@ -54,6 +54,7 @@ def test_spec_without_config_is_the_default_config_env():
     assert not hasattr(typed, "config")
 
 
+@pytest.mark.slow  # every shipped config
 def test_every_shipped_config_builds_the_same_env_from_its_spec():
     for name in ("1v1", "ablation/both"):
         made = pj.make(name)

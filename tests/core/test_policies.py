@@ -136,6 +136,7 @@ def test_evade_breaks_ties_at_random():
     assert seen == {RIGHT, YPLUS}
 
 
+@pytest.mark.slow  # compiles the intercept
 def test_intercept_heads_the_prey_off():
     # The prey (speed 3) at (0, 1) is two turns of chasing away over the top; greedy evade
     # sends it down the left column, so the interceptor goes down while the chase goes up.
@@ -150,6 +151,7 @@ def test_intercept_heads_the_prey_off():
         assert intercept(key, obs, state).tolist() == [YPLUS, NOOP]
 
 
+@pytest.mark.slow  # compiles every policy
 def test_combine_policies_takes_rows_by_role():
     env = map_env(CORRIDOR, predators=1, prey=2)
     obs, state = place(env, [[1, 2], [3, 2], [0, 2]])
@@ -175,6 +177,7 @@ def default_batch():
     return env, obs, states
 
 
+@pytest.mark.slow  # a batch of default grids
 def test_chase_shortens_every_predators_path_by_one_under_vmap(default_batch):
     env, obs, states = default_batch
     policy = P.combine_policies(env, P.greedy_chase(env), P.noop_policy(env))
@@ -198,6 +201,7 @@ def test_chase_shortens_every_predators_path_by_one_under_vmap(default_batch):
     np.testing.assert_array_equal(moved[~reachable], before[~reachable])
 
 
+@pytest.mark.slow  # a batch of default grids
 def test_intercept_chases_where_the_env_moves_the_prey(default_batch):
     # The prediction is the env's own move: step with the predators still and the prey on
     # greedy evade (the interceptor's key split), then chase from there.

@@ -353,6 +353,7 @@ def test_correct_builder_passes():
 
 
 # ------------------------------------------------------------------ docs/testing.md
+@pytest.mark.slow  # runs the docs' examples
 def test_docs_examples_run(repo_root, capsys):
     import re
 

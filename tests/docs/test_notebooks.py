@@ -1,6 +1,5 @@
 """Every notebook under notebooks/ is committed without outputs and runs top to bottom
-(small-size switch PPAGE_SMALL=1). The quickstart runs by default; the longer ones (a sweep,
-a training run) are marked slow."""
+(small-size switch PPAGE_SMALL=1); running them is in the slow set."""
 
 from pathlib import Path
 
@@ -11,8 +10,6 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-# Run by default: the quickstart (env, jit/vmap, render, traced weights).
-SMOKE = "01_quickstart"
 
 
 def test_notebooks_exist():
@@ -33,11 +30,8 @@ def test_notebook_is_stripped(path):
             assert not cell.outputs and cell.execution_count is None, path.name
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p if p.stem == SMOKE else pytest.param(p, marks=pytest.mark.slow) for p in NOTEBOOKS],
-    ids=[p.stem for p in NOTEBOOKS],
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path, monkeypatch):
     notebook = nbformat.read(path, as_version=4)
     monkeypatch.setenv("PPAGE_SMALL", "1")

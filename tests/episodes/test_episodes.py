@@ -157,6 +157,7 @@ def ablation_rollout(env, num_envs, num_steps):
     return jax.jit(jax.vmap(run, in_axes=(None, 0)))
 
 
+@pytest.mark.slow  # resimulates
 def test_rescore_matches_a_resimulation_with_the_new_weights():
     env = env_b()  # every shipped term; max_steps 8, two sub-steps per turn
     base = with_terms(env, env.default_params, capture_threshold=1)

@@ -69,6 +69,7 @@ def test_chase_captures_on_turn_3_with_hand_computed_returns(env):
     np.testing.assert_allclose(out["unit_returns"], out["returns"])  # base weight 1
 
 
+@pytest.mark.slow  # long episodes
 def test_the_step_limit_censors(env):
     idle = played(env, "noop", 4)  # nobody moves: 4 turns
     assert idle["episode_length"].tolist() == [4, 4, 4]
@@ -138,6 +139,7 @@ def test_a_step_limit_is_required(env):
         with_step_limit(env.default_params, 0)
 
 
+@pytest.mark.slow  # renders
 def test_render_rollout_is_the_played_episode(env):
     states, done = jax.jit(lambda k: rollout_states(env, k, greedy_chase(env), max_steps=6))(
         jax.random.PRNGKey(7)

@@ -81,6 +81,7 @@ def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow  # builds a wheel
 def test_installed_package_makes_shipped_configs_by_name(installed, tmp_path):
     python = installed / "bin" / "python"
     code = (

@@ -60,7 +60,10 @@ def every_step_bootstrap(runner, tc, params, critic_input, trajectories):
     return out
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(
+    "case",
+    [c if c == "ippo" else pytest.param(c, marks=pytest.mark.slow) for c in sorted(CASES)],
+)
 def test_the_bootstrap_matches_a_value_pass_after_every_step(case):
     algo, params, overrides = CASES[case]
     hp = dict(params, num_steps=16, hidden_layers=[16])

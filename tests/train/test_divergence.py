@@ -82,6 +82,7 @@ def test_a_non_finite_parameter_is_divergence(tc):
     )
 
 
+@pytest.mark.slow  # trains to a divergence
 def test_a_diverging_run_stops_with_the_update_algorithm_and_quantity(tmp_path, capsys):
     config = write_run_config(
         tmp_path / "tiny",

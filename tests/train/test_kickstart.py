@@ -50,6 +50,7 @@ def taught(kickstarted):
     return tc, run(5.0)
 
 
+@pytest.mark.slow  # a kickstarted training run
 def test_the_rollout_records_the_teachers_actions(taught):
     """Predators imitate the BFS chase: from (0, 0) and (1, 0) towards the prey at (3, 4)
     the chase moves +x or +y (discrete_5: 0 is +x, 1 is +y, 2 is -x, 3 is -y), never -x or
@@ -64,6 +65,7 @@ def test_the_rollout_records_the_teachers_actions(taught):
     assert set(np.unique(taught_actions[0][at_start])) <= {0, 1}
 
 
+@pytest.mark.slow  # a kickstarted training run
 def test_the_imitation_loss_falls_and_its_weight_is_traced(kickstarted, taught):
     tc, (_, metrics) = taught
     names = loss_names(("actor_loss", "value_loss", "entropy", "teacher_loss"))

@@ -80,6 +80,7 @@ def chunks(log: list[str]) -> list[str]:
     return [e for e in log if e != "dispatch"]
 
 
+@pytest.mark.slow  # trains in both layouts, with checkpoints
 def test_one_seed_runs_unbatched_with_the_vmapped_results(tmp_path):
     tc = dqn()
     params = tc.env.default_params
@@ -124,6 +125,7 @@ def test_one_seed_runs_unbatched_with_the_vmapped_results(tmp_path):
         run_training(tc, params, 0, 2, batch_seeds=False)
 
 
+@pytest.mark.slow  # trains twice
 def test_the_next_chunk_runs_during_the_host_work_of_this_one(tmp_path, events):
     """With and without prefetch: the same metrics, runner state, on_chunk calls, stop
     requests asked, stop point and checkpoints; with it, chunk k + 1 is dispatched before
@@ -174,6 +176,7 @@ def test_the_next_chunk_runs_during_the_host_work_of_this_one(tmp_path, events):
     assert_same(sync[5], full)
 
 
+@pytest.mark.slow  # trains twice
 def test_an_episode_budget_ends_the_run_at_the_same_update_with_prefetch(events):
     tc = iql(**{"experiment.total_timesteps": None, "experiment.episodes": 150})
     params = tc.env.default_params
@@ -189,6 +192,7 @@ def test_an_episode_budget_ends_the_run_at_the_same_update_with_prefetch(events)
     assert not results[True].metrics["active"][:, -1].any()
 
 
+@pytest.mark.slow  # trains to a divergence twice
 def test_divergence_stops_at_the_first_bad_chunk_with_prefetch(tmp_path, events):
     tc = dqn(learning_rate=1.0e30, min_replay_size=4 * 16 * 2)  # learns from update 3
     params = tc.env.default_params

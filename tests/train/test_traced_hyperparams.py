@@ -70,6 +70,7 @@ def test_each_algorithm_declares_its_traced_hyperparameters():
     assert float(values["actor_learning_rate"]) == pytest.approx(0.02)
 
 
+@pytest.mark.slow  # trains three times
 def test_new_values_reuse_the_program_and_equal_a_run_configured_with_them(traced_ippo):
     tc, run = traced_ippo
     key = jax.random.PRNGKey(0)

@@ -106,6 +106,7 @@ def test_dueling_head_is_value_plus_centred_advantage():
     )
 
 
+@pytest.mark.slow  # a training run
 def test_masked_transitions_never_reach_the_gradient(tc, trained):
     runner = jax.tree.map(lambda a: a[0], trained[0])
     learner = runner.learners["prey"]

@@ -64,6 +64,7 @@ def masked_rollout(tc, trained):
     return tc, runner, trajectories
 
 
+@pytest.mark.slow  # two updates on masked rollouts
 def test_captured_prey_transitions_do_not_change_the_update(masked_rollout):
     tc, runner, trajectories = masked_rollout
     prey = trajectories["prey"]
@@ -85,6 +86,7 @@ def test_captured_prey_transitions_do_not_change_the_update(masked_rollout):
     jax.tree.map(np.testing.assert_array_equal, clean.params, dirty.params)
 
 
+@pytest.mark.slow  # two updates on masked rollouts
 def test_a_fully_masked_role_gets_a_zero_gradient(masked_rollout):
     """With every prey transition masked (all caught), the PPO gradient is exactly zero."""
     tc, runner, trajectories = masked_rollout

@@ -32,11 +32,13 @@ def trained(tc):
     return train_seeds(tc)
 
 
+@pytest.mark.slow  # a learning run
 def test_mappo_learns_the_tiny_task_with_finite_losses(tc, trained):
     runner, metrics = trained
     assert_learned(tc, mappo.policy_state(runner), metrics, loss_names(ACTOR_CRITIC_LOSSES))
 
 
+@pytest.mark.slow  # a learning run
 def test_the_critic_reads_the_global_state_and_the_actor_its_observation(tc, trained):
     runner, _ = trained
     params = mappo.policy_state(runner)["predator"]["params"]
@@ -60,6 +62,7 @@ def test_the_critic_reads_the_global_state_and_the_actor_its_observation(tc, tra
     assert prey.shape == (3, 1, 4 * 3 + 25 + 1)
 
 
+@pytest.mark.slow  # a learning run
 def test_vmap_keeps_the_seeds_apart(tc, trained):
     assert_seeds_kept_apart(tc, trained[1])
 

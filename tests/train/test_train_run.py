@@ -36,6 +36,7 @@ def run_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a full run
 def test_run_writes_every_artifact(run_dir, capsys):
     for name in ARTIFACTS:
         assert (run_dir / name).is_file(), name
@@ -86,6 +87,7 @@ def test_run_writes_every_artifact(run_dir, capsys):
     assert (run_dir / "capture_curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # a full run
 def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
     """learning_curves.png, episode.gif and episode.html come back the same from the run
     directory's metrics.csv, summary.json, config.yaml and checkpoint."""
@@ -121,6 +123,7 @@ def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
         load_run_policy(config, run_dir, seed_index=2)
 
 
+@pytest.mark.slow  # a full run
 def test_episode_budget_stops_the_run(run_dir):
     with open(run_dir / "metrics.csv") as handle:
         rows = [r for r in csv.DictReader(handle) if r["seed"] == "0"]

@@ -277,6 +277,7 @@ def test_play_advances_and_pause_stops(opened):
 
 
 # ------------------------------------------------------------------ command line and runs
+@pytest.mark.slow  # renders an episode
 def test_render_writes_html_by_suffix(tmp_path, capsys):
     out = tmp_path / "ep.html"
     small = ["--set", "env.size=6", "--set", "env.obstacle_percentage=10.0"]

@@ -168,12 +168,3 @@ def test_capture_curves_from_a_saved_evaluation(tmp_path, drawn):
         "prey_evade: trained (greedy) vs greedy BFS evade (median n/a, RMST 4.0)",
     ]
     np.testing.assert_array_equal(prey.lines[1].get_ydata(), [0, 0, 0, 0, 0])
-
-
-def test_figure_names_and_rows_are_the_run_directory_s():
-    assert (run_figures.CURVES_FILE, run_figures.CAPTURE_CURVES_FILE) == (
-        report.CURVES_FILE,
-        report.CAPTURE_CURVES_FILE,
-    )
-    assert run_figures.PREDATOR_ROWS == report.PREDATOR_TABLE
-    assert run_figures.PREY_ROWS == report.PREY_TABLE

@@ -31,7 +31,6 @@ from typing import Any
 from ppage_jax.analysis.sweep.auditing import HEADER as AUDIT_HEADER
 from ppage_jax.analysis.sweep.writer import (
     cell,
-    clear_output,
     csv_text,
     float_value,
     identity_hash,
@@ -40,6 +39,7 @@ from ppage_jax.analysis.sweep.writer import (
 from ppage_jax.analysis.sweep.writer import read_manifest as read_any_manifest
 from ppage_jax.artifacts import (
     OutputError,
+    clear_output,
     fault,
     prepare_output_dir,
     remove_partial_files,

@@ -27,14 +27,14 @@ import hashlib
 import io
 import json
 import math
-import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import (
     OutputError,
+    clear_output,
     fault,
     prepare_output_dir,
     remove_partial_files,
@@ -81,24 +81,6 @@ def identity_hash(identity: dict) -> str:
     """A short hash of what defines a sweep's results (JSON-ready ``identity``)."""
     blob = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def clear_output(
-    directory: Path, names: Sequence[str], kind: str, overwrite: bool, resume: str
-) -> None:
-    """Make way for a new ``kind`` (sweep, search) in ``directory``: refused
-    (:class:`OutputError`, ``resume`` the flag that would continue it) while it holds any of
-    the ``kind``'s files ``names``, unless ``overwrite``, which deletes them (nothing else)."""
-    present = [name for name in names if (directory / name).exists()]
-    if present and not overwrite:
-        raise OutputError(
-            f"{kind} directory {directory} already holds a {kind} ({', '.join(present)}); "
-            f"continue it with {resume}, replace it with --overwrite, or choose another "
-            f"output directory"
-        )
-    for name in present:
-        target = directory / name
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
 
 
 def read_manifest(

@@ -13,14 +13,18 @@ from pathlib import Path
 import numpy as np
 
 from ppage_jax.artifacts import (
+    CAPTURE_CURVES_FILE,
+    CURVES_FILE,
     DirectoryLock,
     OutputError,
     atomic_open,
+    clear_output,
     prepare_output_dir,
     remove_partial_files,
     write_text,
 )
 from ppage_jax.config import Config
+from ppage_jax.episodes.summary import PREDATOR_ROWS, PREY_ROWS
 from ppage_jax.stats.survival import number_text, turns_text
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.types import ROLES
@@ -29,8 +33,6 @@ CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
 CHECKPOINT_FILE = "checkpoint.msgpack"
 SUMMARY_FILE = "summary.json"
-CURVES_FILE = "learning_curves.png"
-CAPTURE_CURVES_FILE = "capture_curves.png"
 ARTIFACTS = (
     CONFIG_FILE,
     METRICS_FILE,
@@ -81,21 +83,12 @@ def prepare_run_dir(
     process now holds on it (another writer is refused, naming its PID). One that already
     holds a run is refused (:class:`~ppage_jax.artifacts.OutputError`) unless ``overwrite``,
     which deletes that run's artifacts and checkpoints (and nothing else) first."""
-    import shutil
-
     path = new_run_dir(config, out)
     lock = DirectoryLock(path, "run directory").acquire()
     try:
-        present = run_files(path)
-        if present and not overwrite:
-            raise OutputError(
-                f"run directory {path} already holds a run ({', '.join(present)}); "
-                f"continue it with --resume {path}, replace it with --overwrite, or "
-                f"choose another --out"
-            )
-        for name in present:
-            target = path / name
-            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        clear_output(
+            path, run_files(path), "run", overwrite, f"--resume {path}", "choose another --out"
+        )
         remove_partial_files(path)
     except BaseException:
         lock.release()
@@ -173,9 +166,6 @@ def write_summary(run_dir: Path, summary: dict) -> None:
 
 
 # ------------------------------------------------------------------ evaluation tables
-# Which rows each printed table compares (names of ppage_jax.train.run.evaluate.ROWS).
-PREDATOR_TABLE = ("trained", "trained_greedy", "random", "chase")
-PREY_TABLE = ("trained", "prey_random", "prey_evade")
 
 
 def _ci(bounds, fmt) -> str:
@@ -227,12 +217,12 @@ def summary_table(evaluation: dict, cap: int) -> str:
     trained = evaluation.get("trained", {})
     groups = [
         (
-            [n for n in PREDATOR_TABLE if n in evaluation],
+            [n for n in PREDATOR_ROWS if n in evaluation],
             f"PREDATORS, each column against the same prey ({trained.get('prey', '?')}); "
             f"lower time to capture is better for predators",
         ),
         (
-            [n for n in PREY_TABLE if n in evaluation],
+            [n for n in PREY_ROWS if n in evaluation],
             f"PREY, each column against the same predators ({trained.get('predators', '?')}); "
             f"higher time to capture is better for prey",
         ),
