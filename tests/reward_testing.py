@@ -26,6 +26,7 @@ SHAPING = (
     "prey_distance",
     "capture_proximity",
     "prey_in_range",
+    "predator_cohesion",
     "potential_distance",
     "potential_prey_distance",
 )

@@ -220,6 +220,24 @@ def prey_in_range_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.nda
     return raw
 
 
+_COHESION_DEFAULTS = {"radius": 1.0}
+
+
+def predator_cohesion_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
+    """Predators: +1 while another predator is within ``radius`` cells (inclusive), while
+    some prey is uncaptured; others 0."""
+    radius = {**_COHESION_DEFAULTS, **params}["radius"]
+    n_agents = len(ctx.is_predator)
+    raw = np.zeros(n_agents, dtype=np.float64)
+    if all(ctx.is_predator[j] or ctx.captured[j] for j in range(n_agents)):
+        return raw
+    for i in range(n_agents):
+        others = [j for j in range(n_agents) if j != i and ctx.is_predator[j]]
+        if ctx.is_predator[i] and others and _nearest(ctx.positions, i, others) <= radius:
+            raw[i] = 1.0
+    return raw
+
+
 TermFn = Callable[[SubstepContext, Mapping[str, Any]], np.ndarray]
 
 REWARD_TERMS: dict[str, TermFn] = {
@@ -230,6 +248,7 @@ REWARD_TERMS: dict[str, TermFn] = {
     "prey_distance": prey_distance_term,
     "capture_proximity": capture_proximity_term,
     "prey_in_range": prey_in_range_term,
+    "predator_cohesion": predator_cohesion_term,
 }
 """Registry of per-sub-step reward terms: name -> fn(ctx, params) -> unweighted float64[A]."""
 
@@ -284,6 +303,7 @@ _TERM_PARAMS: dict[str, frozenset] = {
     "prey_distance": frozenset(),
     "capture_proximity": frozenset(_PROXIMITY_DEFAULTS),
     "prey_in_range": frozenset(_IN_RANGE_DEFAULTS),
+    "predator_cohesion": frozenset(_COHESION_DEFAULTS),
     "potential_distance": frozenset(),
     "potential_prey_distance": frozenset(),
 }

@@ -62,6 +62,21 @@ def prey_in_range(ctx: RewardContext) -> jax.Array:
     return held.astype(jnp.float32)
 
 
+@register_reward("predator_cohesion", params={"radius": 1.0}, applies_to="predator")
+def predator_cohesion(ctx: RewardContext) -> jax.Array:
+    """Predators: +1 while another predator is within ``radius`` cells (Manhattan,
+    inclusive); 0 otherwise and once no uncaptured prey is left.
+
+    Meant as a teamwork bonus (hunt as a pack), it pays for standing together whether or not
+    anyone hunts: two predators parked side by side collect it every sub-step, and a capture,
+    which ends the episode, ends the pay. A farmable term by design.
+    """
+    dist = manhattan(ctx.state.positions, ctx.state.positions)
+    others = ctx.is_predator[None, :] & ~jnp.eye(dist.shape[0], dtype=bool)
+    close = (others & (dist <= ctx.params["radius"])).any(axis=1)
+    return (ctx.is_predator & close & ctx.free_prey.any()).astype(jnp.float32)
+
+
 @register_reward("survival", applies_to="prey")
 def survival(ctx: RewardContext) -> jax.Array:
     """+1 to each prey that is still uncaptured after the sub-step."""

@@ -78,6 +78,7 @@ def test_shaping_terms_after_a_capture_use_uncaptured_prey_only():
     # 1 - d / (2 (size - 1)) with d = 5, 5, 4 on the 5x5 grid; in range: 2 <= d <= 4
     assert_term(terms, "predator_closeness", [0.375, 0.375, 0.5, 0.0, 0.0])
     assert_term(terms, "prey_in_range", [0.0, 0.0, 1.0, 0.0, 0.0])
+    assert_term(terms, "predator_cohesion", [1.0, 1.0, 0.0, 0.0, 0.0])  # 1 and 2 share a cell
     # Potentials, once per turn: phi(s) = [-1, -1, -4 | 1, 4], phi(s') = [-5, -5, -4 | 0, 4].
     assert_term(
         terms, "potential_distance", [GAMMA * -5 + 1, GAMMA * -5 + 1, GAMMA * -4 + 4, 0.0, 0.0]
@@ -101,6 +102,14 @@ OBSTACLE_TURN = dict(
 )  # predator_3 and prey_2 step onto them
 
 
+def test_predator_cohesion_radius_is_a_traced_param():
+    env = env_a()
+    params = with_terms(env, env.default_params, term_params={"predator_cohesion": {"radius": 2.0}})
+    _, _, _, terms = run_turn(env, params=params, **OBSTACLE_TURN)
+    # Predators end at (1,1), (1,3), (4,3): 1 and 2 are 2 apart, 3 is 3 from 2.
+    assert_term(terms, "predator_cohesion", [1.0, 1.0, 0.0, 0.0, 0.0])
+
+
 def test_every_term_on_an_obstacle_layout():
     # After: predators (1,1), (1,3), (4,3)*; prey (2,2), (0,3)* (* on an obstacle).
     _, _, _, terms = run_turn(env_a(), **OBSTACLE_TURN)
@@ -111,6 +120,7 @@ def test_every_term_on_an_obstacle_layout():
     assert_term(terms, "capture_proximity", [0.0, 1.0, 0.0, 0.0, -1.0])
     assert_term(terms, "predator_closeness", [0.75, 0.875, 0.625, 0.0, 0.0])  # d = 2, 1, 3
     assert_term(terms, "prey_in_range", [1.0, 0.0, 1.0, 0.0, 0.0])
+    assert_term(terms, "predator_cohesion", [0.0] * 5)  # predators 2, 5 and 3 cells apart
     # phi(s) = [-2, -2, -4 | 2, 2]; phi(s') = [-2, -1, -3 | 2, 1].
     assert_term(
         terms, "potential_distance", [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -3 + 4, 0.0, 0.0]
