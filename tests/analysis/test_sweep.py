@@ -105,6 +105,42 @@ def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
     assert lengths["both", 0] != lengths["both", 1]
 
 
+@pytest.mark.parametrize(
+    "algorithm", ["random", pytest.param({"name": "ippo", "params": {"num_steps": 8}}, id="ippo")]
+)
+def test_both_layouts_write_the_same_results(tmp_path, algorithm):
+    """A chunk trained as one vmapped program, or run after run in a program compiled for
+    one run: the same results.csv and curves.csv, byte for byte (3 runs in chunks of 2, so
+    the vmapped last chunk is padded and the sequential one is not)."""
+    tiny = dict(TINY, **{"experiment.algorithm": algorithm, "experiment.total_timesteps": 128})
+    outputs = {}
+    for layout in ("vmap", "sequential"):
+        out = tmp_path / layout
+        spec = load_sweep(
+            write_sweep(
+                tmp_path / f"{layout}.yaml",
+                set=tiny,
+                arms={"both": {}},
+                seeds=3,
+                chunk_size=2,
+                eval={"episodes": 6},
+                output_dir=str(out),
+            )
+        )
+        summary = run_sweep(spec, progress=False, report=False, layout=layout)
+        assert summary["layout"] == layout and summary["chunks"] == 2
+        assert json.loads((out / "sweep.json").read_text())["layout"] == layout
+        outputs[layout] = [(out / name).read_bytes() for name in ("results.csv", "curves.csv")]
+    assert outputs["vmap"] == outputs["sequential"]
+
+
+def test_an_unknown_layout_names_the_allowed_ones(two_by_two):
+    tmp, summary, _ = two_by_two
+    spec = load_sweep(write_sweep(tmp / "bad.yaml", arms=ARMS, seeds=1))
+    with pytest.raises(ValueError, match="layout must be one of vmap, sequential, got 'wide'"):
+        run_sweep(spec, progress=False, report=False, layout="wide")
+
+
 @pytest.mark.slow  # trains every arm again separately
 def test_sweep_matches_separately_run_arms(two_by_two, tmp_path):
     tmp, summary, _ = two_by_two
