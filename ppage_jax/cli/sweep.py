@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=LAYOUTS,
         default=None,
         help="train a chunk as one vmapped program, or run after run in a program compiled "
-        "for one run (default: sequential on CPU, vmap on GPU/TPU; the results are the same)",
+        "for one run (default: vmap; a resumed sweep keeps its own)",
     )
     parser.add_argument(
         "--resume",
@@ -134,6 +134,7 @@ def _resumed_source(args: argparse.Namespace) -> dict:
             ("--output", args.output),
             ("--chunk-size", args.chunk_size),
             ("--memory-budget", args.memory_budget),
+            ("--layout", args.layout),
             ("--overwrite", args.overwrite),
         )
         if value
