@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ppage_jax import distributed
 from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
-from ppage_jax.analysis.sweep.run import run_sweep
+from ppage_jax.analysis.sweep.run import LAYOUTS, run_sweep
 from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
@@ -81,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"sizing the chunks (default: {MEMORY_BUDGET_ENV}, else 70 %% of the device's memory)",
     )
     parser.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default=None,
+        help="train a chunk as one vmapped program, or run after run in a program compiled "
+        "for one run (default: vmap; a resumed sweep keeps its own)",
+    )
+    parser.add_argument(
         "--resume",
         metavar="OUT_DIR",
         default=None,
@@ -123,6 +130,7 @@ def _resumed_source(args: argparse.Namespace) -> dict:
             ("--output", args.output),
             ("--chunk-size", args.chunk_size),
             ("--memory-budget", args.memory_budget),
+            ("--layout", args.layout),
             ("--overwrite", args.overwrite),
         )
         if value
@@ -201,6 +209,7 @@ def main(args: argparse.Namespace) -> int:
             should_stop=stop,
             source=source,
             memory_budget_bytes=args.memory_budget,
+            layout=args.layout,
         )
     out = summary["output_dir"]
     if not lead:  # process 0 reports
@@ -217,7 +226,8 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"{len(summary['runs'])} runs in {summary['seconds']:.1f} s "
         f"({summary['compile_seconds']:.1f} s compiling, {summary['chunks']} chunk(s) of "
-        f"{summary['chunk_size']}, {summary['chunks'] - summary['chunks_run']} resumed); "
+        f"{summary['chunk_size']}, {summary['chunks'] - summary['chunks_run']} resumed, "
+        f"{summary['layout']} layout); "
         f"wrote {out}/results.csv, curves.csv, report.md"
     )
     print(Path(summary["report"]).read_text())

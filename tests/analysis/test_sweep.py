@@ -105,6 +105,61 @@ def test_seeds_are_paired_across_arms_and_weights_take_effect(two_by_two):
     assert lengths["both", 0] != lengths["both", 1]
 
 
+def layout_sweep(tmp_path: Path, name: str, algorithm) -> object:
+    """3 runs in chunks of 2 (the vmapped last chunk is padded, the sequential one not)."""
+    tiny = dict(TINY, **{"experiment.algorithm": algorithm, "experiment.total_timesteps": 128})
+    body = dict(set=tiny, arms={"both": {}}, seeds=3, chunk_size=2, eval={"episodes": 6})
+    return load_sweep(
+        write_sweep(tmp_path / f"{name}.yaml", output_dir=str(tmp_path / name), **body)
+    )
+
+
+def test_both_layouts_write_the_same_results_for_a_fixed_policy(tmp_path):
+    """Without learning (the random trainer), the vmapped chunk and the run-after-run chunk
+    write the same results.csv and curves.csv, byte for byte; the layout is recorded."""
+    outputs = {}
+    for layout in ("vmap", "sequential"):
+        summary = run_sweep(
+            layout_sweep(tmp_path, layout, "random"), progress=False, report=False, layout=layout
+        )
+        out = Path(summary["output_dir"])
+        assert summary["layout"] == layout and summary["chunks"] == 2
+        assert json.loads((out / "sweep.json").read_text())["layout"] == layout
+        assert json.loads((out / "manifest.json").read_text())["layout"] == layout
+        outputs[layout] = [(out / name).read_bytes() for name in ("results.csv", "curves.csv")]
+    assert outputs["vmap"] == outputs["sequential"]
+
+
+@pytest.mark.slow  # four small learning sweeps
+def test_a_resumed_sweep_keeps_its_layout(tmp_path):
+    """A learner's floats differ between layouts; a sweep stopped after its first chunk
+    resumes in the layout it began with and ends byte-identical to an uninterrupted one."""
+    ippo = {"name": "ippo", "params": {"num_steps": 8}}
+    whole = run_sweep(layout_sweep(tmp_path, "whole", ippo), progress=False, layout="sequential")
+    asked = iter(range(10))
+    stopped = run_sweep(
+        layout_sweep(tmp_path, "part", ippo),
+        progress=False,
+        layout="sequential",
+        should_stop=lambda: next(asked) >= 1,
+    )
+    assert stopped["stopped"] and stopped["chunks"] == 1
+    with pytest.raises(ValueError, match="layout 'vmap' differs from the sweep's 'sequential'"):
+        run_sweep(layout_sweep(tmp_path, "part", ippo), progress=False, resume=True, layout="vmap")
+    resumed = run_sweep(layout_sweep(tmp_path, "part", ippo), progress=False, resume=True)
+    assert resumed["layout"] == "sequential" and resumed["chunks_run"] == 1
+    for name in ("results.csv", "curves.csv"):
+        part = (Path(resumed["output_dir"]) / name).read_bytes()
+        assert part == (Path(whole["output_dir"]) / name).read_bytes()
+
+
+def test_an_unknown_layout_names_the_allowed_ones(two_by_two):
+    tmp, summary, _ = two_by_two
+    spec = load_sweep(write_sweep(tmp / "bad.yaml", arms=ARMS, seeds=1))
+    with pytest.raises(ValueError, match="layout must be one of vmap, sequential, got 'wide'"):
+        run_sweep(spec, progress=False, report=False, layout="wide")
+
+
 @pytest.mark.slow  # trains every arm again separately
 def test_sweep_matches_separately_run_arms(two_by_two, tmp_path):
     tmp, summary, _ = two_by_two

@@ -66,7 +66,7 @@ def unchunked(sweep_file) -> tuple[dict, Path]:
     """Every run in one chunk, one process."""
     out = sweep_file.parent / "unchunked"
     spec = load_sweep(sweep_file, {"chunk_size": 4, "output_dir": str(out)})
-    return run_sweep(spec, progress=False, report=False), out
+    return run_sweep(spec, progress=False, report=False, layout="vmap"), out
 
 
 def test_byte_counts_and_budget_settings():

@@ -72,6 +72,9 @@ from ppage_jax.tracking.sweep import SweepRecorder
 
 # On CPU, without an explicit chunk_size, the runs are split into this many chunks.
 CPU_CHUNKS = 4
+# How a chunk's runs are trained: one program vmapped over them, or one call per run of a
+# program compiled for one run per device (the same numbers, run after run).
+LAYOUTS = ("vmap", "sequential")
 
 Writer = SweepWriter | FollowerWriter
 # One scored run of a chunk: (arm, seed, results, training curve rows).
@@ -95,6 +98,7 @@ class SweepPlan:
     arm_params: list[EnvParams]
     horizon: int  # the evaluation's step limit (time to capture is censored there)
     mesh: Mesh  # every process's devices
+    layout: str  # one of LAYOUTS
 
     @property
     def total(self) -> int:
@@ -123,16 +127,31 @@ def sweep_identity(
     )
 
 
+def choose_layout(layout: str | None = None) -> str:
+    """The sweep's layout: ``layout`` when given, else ``vmap`` on every device kind.
+    Measured on a 2-core CPU, running a chunk's runs one after another trained at 0.92-1.00x
+    the vmapped chunk's speed (docs/performance.md), so the vmapped program stays the
+    default there too. ValueError naming the allowed values."""
+    if layout is None:
+        return "vmap"
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return layout
+
+
 def plan_sweep(
     spec: SweepSpec,
     train_fn: TrainFn | None = None,
     eval_fn: EvalFn | None = None,
     env_steps_per_update: int | None = None,
     output_dir: str | Path | None = None,
+    layout: str | None = None,
 ) -> SweepPlan:
     """The :class:`SweepPlan` of ``spec``: the config's training and evaluation
     (:func:`trainer_functions`) where a function is not given, the output directory
-    (default: the spec's), the stacked runs and the mesh of every process's devices."""
+    (default: the spec's), the stacked runs, the mesh of every process's devices and the
+    layout (:func:`choose_layout`)."""
+    layout = choose_layout(layout)
     env = spec.make_env()
     if train_fn is None or eval_fn is None:
         default_train, default_eval, default_steps = trainer_functions(spec, env)
@@ -154,6 +173,7 @@ def plan_sweep(
         arm_params=spec.arm_params(env),
         horizon=spec.eval_max_steps or int(np.asarray(params.max_steps).reshape(-1)[0]),
         mesh=make_mesh(),
+        layout=layout,
     )
 
 
@@ -167,6 +187,7 @@ def open_writer(plan: SweepPlan, source: dict | None, resume: bool, overwrite: b
         devices=plan.devices,
         processes=jax.process_count(),
         platform=jax.devices()[0].platform,
+        layout=plan.layout,
         env_steps_per_update=plan.env_steps_per_update,
         eval_step_limit=plan.horizon,
     )
@@ -269,15 +290,25 @@ def compile_sweep(
 ) -> tuple[Any, int, float]:
     """``(compiled, chunk, seconds)``: the train-then-evaluate program compiled for a chunk
     (:func:`compile_chunk`, shrunk to the ``budget``), every process at process 0's size;
-    the chunk size is committed and sweep.json gains the compile time and program size."""
+    the chunk size is committed and sweep.json gains the compile time and program size.
+    With the sequential layout the program takes one run per device, and ``chunk`` runs
+    are committed together."""
     start = time.perf_counter()
     program = make_program(plan.train_fn, plan.eval_fn)
-    compiled, chunk, need = compile_chunk(program, plan.keys, plan.inputs, chunk, plan.mesh, budget)
+    if plan.layout == "sequential":
+        compiled, _, need = compile_chunk(program, plan.keys, plan.inputs, plan.devices, plan.mesh)
+        budget = None
+    else:
+        compiled, chunk, need = compile_chunk(
+            program, plan.keys, plan.inputs, chunk, plan.mesh, budget
+        )
     agreed = distributed.share(chunk)
-    if agreed != chunk:  # another process measured otherwise: process 0's size
+    if agreed != chunk and plan.layout == "vmap":  # another process measured otherwise
         compiled, chunk, need = compile_chunk(program, plan.keys, plan.inputs, agreed, plan.mesh)
+    chunk = agreed
     seconds = time.perf_counter() - start
     writer.set_chunk_size(chunk)
+    writer.set_layout(plan.layout)
     writer.write_description(
         chunk_size=chunk,
         compile_seconds=round(seconds, 2),
@@ -292,15 +323,24 @@ def train_chunk(
 ) -> tuple[int, int, Any, Any]:
     """Train and evaluate chunk ``index`` (its ``number``-th of this call): ``(first, real,
     metrics, episodes)``, the index of its first run, how many runs are real (the last chunk
-    is padded with its last run) and the host copies of the outputs (a collective)."""
+    is padded with its last run) and the host copies of the outputs (a collective).
+
+    The vmap layout trains the chunk in one call. The sequential layout dispatches one call
+    per run (per device), all before the first is read back, so the device never waits on
+    the host between runs; only the real runs are trained."""
     first = index * chunk
-    positions = np.arange(first, first + chunk)
-    real = int((positions < plan.total).sum())
-    positions = np.minimum(positions, plan.total - 1)
-    args = shard_global((np.asarray(plan.keys)[positions], take(plan.inputs, positions)), plan.mesh)
-    metrics, episodes = compiled(*args)
+    real = min(chunk, plan.total - first)
+    per_call = chunk if plan.layout == "vmap" else plan.devices
+    calls = math.ceil(real / per_call)
+    positions = np.minimum(np.arange(first, first + calls * per_call), plan.total - 1)
+    keys = np.asarray(plan.keys)
+    outputs = []
+    for start in range(0, calls * per_call, per_call):
+        at = positions[start : start + per_call]
+        outputs.append(compiled(*shard_global((keys[at], take(plan.inputs, at)), plan.mesh)))
     fault(f"chunk:{number}")  # testing hook: killed while a chunk runs
-    metrics, episodes = to_host((metrics, episodes))
+    outputs = [to_host(out) for out in outputs]
+    metrics, episodes = jax.tree.map(lambda *xs: np.concatenate(xs), *outputs)
     return first, real, metrics, episodes
 
 
@@ -383,6 +423,7 @@ def run_sweep(
     should_stop: Callable[[], bool] | None = None,
     source: dict | None = None,
     memory_budget_bytes: int | str | None = None,
+    layout: str | None = None,
 ) -> dict[str, Any]:
     """Run every (arm, seed) of ``spec``; write results as chunks finish; return a summary.
 
@@ -393,6 +434,10 @@ def run_sweep(
     ``PPAGE_JAX_MEMORY_BUDGET`` when set, else 70 % of the device's memory
     (:func:`~ppage_jax.analysis.sweep.program.memory_budget`), starting from ``CPU_CHUNKS``
     chunks on CPU without a set budget (for the progress bar and early results).
+    ``layout`` (``"vmap"``, the default, or ``"sequential"``: :func:`choose_layout`) says
+    whether a chunk trains as one vmapped program or run after run in a program compiled
+    for one run: the same computation, rounded differently by XLA, so learned runs differ
+    in their floats between layouts (a resumed sweep keeps its layout).
     ``loggers`` (``ppage_jax.tracking`` backends) receive every run as it finishes.
 
     An output directory that already holds a sweep is refused
@@ -406,13 +451,18 @@ def run_sweep(
     multiple of the global device count); only process 0 writes, reports and logs, and
     its summary alone holds the results (the others' ``results`` and ``curves`` are empty).
 
-    Returns ``{"runs", "results", "curves", "chunk_size", "chunks", "chunks_run",
+    Returns ``{"runs", "results", "curves", "chunk_size", "chunks", "chunks_run", "layout",
     "compile_seconds", "seconds", "output_dir", "stopped"}`` (results: {(arm, seed):
     metrics}; ``chunks`` counts the finished chunks, ``chunks_run`` those run by this call).
     """
-    plan = plan_sweep(spec, train_fn, eval_fn, env_steps_per_update, output_dir)
+    plan = plan_sweep(spec, train_fn, eval_fn, env_steps_per_update, output_dir, layout)
     lead = distributed.is_writer()
     writer = open_writer(plan, source, resume, overwrite)
+    if writer.layout is not None and writer.layout != plan.layout:  # a resumed sweep's
+        if layout is not None:
+            raise ValueError(f"layout {layout!r} differs from the sweep's {writer.layout!r}")
+        plan = dataclasses.replace(plan, layout=writer.layout)
+        writer.write_description(layout=plan.layout)
     finished = FinishedRuns(writer, SweepRecorder(loggers if lead else (), plan.out_dir, spec))
     monitors = arm_monitors(spec.config, plan.env, plan.arm_params, plan.arm_names) if lead else {}
     if lead:
@@ -448,6 +498,7 @@ def run_sweep(
         "chunk_size": chunk,
         "chunks": len(writer.finished()),
         "chunks_run": ran,
+        "layout": plan.layout,
         "compile_seconds": compile_seconds,
         "seconds": seconds,
         "output_dir": str(plan.out_dir),

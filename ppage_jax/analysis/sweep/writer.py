@@ -156,6 +156,7 @@ class SweepWriter:
                 "source": source,
                 "runs": len(identity.get("runs", [])),
                 "chunk_size": None,
+                "layout": None,
                 "chunks": {},
             }
         (self.dir / CHUNKS).mkdir(exist_ok=True)
@@ -176,6 +177,23 @@ class SweepWriter:
                 f"chunk size {chunk} differs from the sweep's {self.manifest['chunk_size']}"
             )
         self.manifest["chunk_size"] = int(chunk)
+        self._commit()
+
+    @property
+    def layout(self) -> str | None:
+        """The layout the finished chunks were run with (None before the first; a sweep
+        begun before layouts existed ran ``vmap``)."""
+        if self.manifest.get("layout") is None and self.manifest["chunk_size"] is not None:
+            return "vmap"
+        return self.manifest.get("layout")
+
+    def set_layout(self, layout: str) -> None:
+        if self.layout not in (None, layout):
+            raise ValueError(
+                f"layout {layout!r} differs from the sweep's {self.layout!r}: a resumed sweep "
+                f"keeps its layout (the two give different floats)"
+            )
+        self.manifest["layout"] = layout
         self._commit()
 
     def finished(self) -> list[int]:
@@ -261,14 +279,22 @@ class FollowerWriter:
     """What a process other than 0 keeps of the sweep directory: the chunk size and the
     finished chunks process 0 read from it; it writes and reads nothing."""
 
-    def __init__(self, chunk_size: int | None, finished: list[int]):
-        self.manifest = {"chunk_size": chunk_size, "chunks": {str(i): None for i in finished}}
+    def __init__(self, chunk_size: int | None, layout: str | None, finished: list[int]):
+        self.manifest = {
+            "chunk_size": chunk_size,
+            "layout": layout,
+            "chunks": {str(i): None for i in finished},
+        }
 
     chunk_size = SweepWriter.chunk_size
+    layout = SweepWriter.layout
     finished = SweepWriter.finished
 
     def set_chunk_size(self, chunk: int) -> None:
         self.manifest["chunk_size"] = int(chunk)
+
+    def set_layout(self, layout: str) -> None:
+        self.manifest["layout"] = layout
 
     def read_chunk(self, index: int) -> tuple[dict, dict]:
         return {}, {}
@@ -285,16 +311,22 @@ class FollowerWriter:
 
 def open_sweep_writer(*args: Any, **kwargs: Any) -> SweepWriter | FollowerWriter:
     """:class:`SweepWriter` (same arguments) on process 0; on the others a
-    :class:`FollowerWriter` with the chunk size and finished chunks process 0 found. A
+    :class:`FollowerWriter` with the chunk size, layout and finished chunks process 0 found. A
     refused directory raises the same :class:`OutputError` on every process."""
     writer, state = None, None
     if distributed.is_writer():
         try:
             writer = SweepWriter(*args, **kwargs)
-            state = {"chunk_size": writer.chunk_size, "finished": writer.finished()}
+            state = {
+                "chunk_size": writer.chunk_size,
+                "layout": writer.layout,
+                "finished": writer.finished(),
+            }
         except OutputError as err:
             state = {"error": str(err)}
     state = distributed.share(state)
     if "error" in state:
         raise OutputError(state["error"])
-    return writer if writer is not None else FollowerWriter(state["chunk_size"], state["finished"])
+    if writer is not None:
+        return writer
+    return FollowerWriter(state["chunk_size"], state["layout"], state["finished"])
