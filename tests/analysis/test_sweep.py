@@ -120,7 +120,10 @@ def test_both_layouts_write_the_same_results_for_a_fixed_policy(tmp_path):
     outputs = {}
     for layout in ("vmap", "sequential"):
         summary = run_sweep(
-            layout_sweep(tmp_path, layout, "random"), progress=False, report=False, layout=layout
+            layout_sweep(tmp_path, layout, TINY["experiment.algorithm"]),
+            progress=False,
+            report=False,
+            layout=layout,
         )
         out = Path(summary["output_dir"])
         assert summary["layout"] == layout and summary["chunks"] == 2
@@ -141,7 +144,7 @@ def test_a_resumed_sweep_keeps_its_layout(tmp_path):
         layout_sweep(tmp_path, "part", ippo),
         progress=False,
         layout="sequential",
-        should_stop=lambda: next(asked) >= 1,
+        should_stop=lambda: next(asked) >= 2,  # asked before compiling, then per chunk
     )
     assert stopped["stopped"] and stopped["chunks"] == 1
     with pytest.raises(ValueError, match="layout 'vmap' differs from the sweep's 'sequential'"):

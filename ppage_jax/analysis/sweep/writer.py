@@ -183,7 +183,7 @@ class SweepWriter:
     def layout(self) -> str | None:
         """The layout the finished chunks were run with (None before the first; a sweep
         begun before layouts existed ran ``vmap``)."""
-        if self.manifest.get("layout") is None and self.manifest["chunk_size"] is not None:
+        if "layout" not in self.manifest and self.manifest["chunk_size"] is not None:
             return "vmap"
         return self.manifest.get("layout")
 
