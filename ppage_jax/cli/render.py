@@ -43,6 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: uniformly random actions)",
     )
     parser.add_argument(
+        "--policy",
+        choices=("greedy", "sampled"),
+        default="greedy",
+        help="with --run: the argmax action (greedy, the default), or actions sampled as the "
+        "learner acts in training and in the held-out evaluation (sampled; a deterministic "
+        "learner stays greedy)",
+    )
+    parser.add_argument(
         "--out",
         default="episode.gif",
         help="output path: *.html writes the episode inspector page, anything "
@@ -87,13 +95,16 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.policy != "greedy" and args.run is None:
+        print(f"ppage-jax render: --policy {args.policy} needs --run RUN_DIR", file=sys.stderr)
+        return 2
     env = make(config)
     policy, source = None, "random actions"
     if args.run is not None:
         from ppage_jax.train.run.checkpoint import NonFiniteCheckpointError
 
         try:
-            policy, source = run_policy(config, env, Path(args.run))
+            policy, source = run_policy(config, env, Path(args.run), args.policy)
         except NonFiniteCheckpointError as err:  # no other config would help
             print(f"ppage-jax render: {err}", file=sys.stderr)
             return 2
@@ -128,8 +139,10 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_policy(config, env, run_dir: Path):
-    """The greedy policy of a trained run: (policy(key, obs, state) -> int32[A], description)."""
+def run_policy(config, env, run_dir: Path, mode: str = "greedy"):
+    """A trained run's policy, greedy or sampled: (policy(key, obs, state) -> int32[A],
+    description)."""
     from ppage_jax.train.run.policy import load_run_policy
 
-    return load_run_policy(config, run_dir, env=env), f"trained policy of {run_dir}"
+    policy = load_run_policy(config, run_dir, env=env, mode=mode)
+    return policy, f"trained policy of {run_dir} ({mode})"

@@ -113,3 +113,20 @@ def test_render_run_uses_the_checkpoint(untrained_ippo_run, tmp_path, capsys):
     # a checkpoint that does not fit the config is refused with a hint
     assert main(["render", "configs/default", "--run", str(run_dir)]) == 2
     assert "config.yaml --run" in capsys.readouterr().err
+
+
+def test_sampled_policy_draws_from_the_learner_and_needs_a_run(untrained_ippo_run, capsys):
+    from ppage_jax.train.run.policy import trained_policy
+
+    _, tc, policies = untrained_ippo_run
+    obs, state = jax.jit(tc.env.reset)(jax.random.PRNGKey(1))
+    sampled = jax.jit(trained_policy(tc, policies, mode="sampled"))
+    greedy = jax.jit(trained_policy(tc, policies))
+    keys = jax.random.split(jax.random.PRNGKey(3), 32)
+    draws = {tuple(np.asarray(sampled(k, obs, state))[:1]) for k in keys}
+    argmax = {tuple(np.asarray(greedy(k, obs, state))[:1]) for k in keys}
+    assert len(argmax) == 1 and len(draws) > 1  # the predator's action varies with the key
+    with pytest.raises(ValueError, match="policy mode must be greedy or sampled, got 'mean'"):
+        trained_policy(tc, policies, mode="mean")
+    assert main(["render", "configs/1v1", "--policy", "sampled"]) == 2
+    assert capsys.readouterr().err == "ppage-jax render: --policy sampled needs --run RUN_DIR\n"

@@ -129,9 +129,10 @@ def sweep_identity(
 
 def choose_layout(layout: str | None = None) -> str:
     """The sweep's layout: ``layout`` when given, else ``vmap`` on every device kind.
-    Measured on a 2-core CPU, running a chunk's runs one after another trained at 0.92-1.00x
-    the vmapped chunk's speed (docs/performance.md), so the vmapped program stays the
-    default there too. ValueError naming the allowed values."""
+    Measured on a 2-core CPU the two layouts train within about 10 % of each other
+    (docs/performance.md), and a learner's floats differ between them, so the vmapped
+    program, which made the shipped results, stays the default there too. ValueError naming
+    the allowed values."""
     if layout is None:
         return "vmap"
     if layout not in LAYOUTS:

@@ -25,16 +25,25 @@ from ppage_jax.train.run.report import CHECKPOINT_FILE
 
 
 def trained_policy(
-    tc: TrainConfig, policies: Any, params: EnvParams | None = None, seed_index: int = 0
+    tc: TrainConfig,
+    policies: Any,
+    params: EnvParams | None = None,
+    seed_index: int = 0,
+    mode: str = "greedy",
 ) -> Policy:
-    """The greedy policy of one training seed as ``policy(key, obs[A, F], state) -> int32[A]``.
+    """One training seed's policy as ``policy(key, obs[A, F], state) -> int32[A]``: greedy
+    (argmax), or with ``mode="sampled"`` as it acts in training (actions sampled from a
+    stochastic learner's distribution; a deterministic learner stays greedy).
 
     ``tc`` is the run's TrainConfig and ``policies`` its ``policy_state`` stacked over seeds
     (as in a checkpoint); roles that did not learn play their configured baseline.
     """
+    if mode not in ("greedy", "sampled"):
+        raise ValueError(f"policy mode must be greedy or sampled, got {mode!r}")
+    side = "greedy" if mode == "greedy" else "trained"
     params = tc.env.default_params if params is None else params
     one_seed = jax.tree.map(lambda x: x[seed_index], policies)
-    return matchup_policy(tc, one_seed, params, "greedy", "greedy")
+    return matchup_policy(tc, one_seed, params, side, side)
 
 
 def load_run_policy(
@@ -42,8 +51,10 @@ def load_run_policy(
     run_dir: str | os.PathLike,
     seed_index: int = 0,
     env: GridWorld | None = None,
+    mode: str = "greedy",
 ) -> Policy:
-    """The greedy policy saved in ``run_dir``'s checkpoint, loaded into ``config``.
+    """The policy saved in ``run_dir``'s checkpoint, loaded into ``config``: greedy, or
+    sampled (``mode``, see :func:`trained_policy`).
 
     The checkpoint must fit ``config``'s shapes (grid, agents, observation, network); a
     different config hash with equal shapes loads with a warning (see
@@ -60,4 +71,4 @@ def load_run_policy(
     num_seeds = jax.tree.leaves(policies)[0].shape[0] if jax.tree.leaves(policies) else 1
     if not 0 <= seed_index < num_seeds:
         raise ValueError(f"seed index {seed_index} is outside the run's {num_seeds} seeds")
-    return trained_policy(tc, policies, seed_index=seed_index)
+    return trained_policy(tc, policies, seed_index=seed_index, mode=mode)
