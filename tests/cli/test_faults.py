@@ -29,7 +29,7 @@ from cli_testing import (
     write_sweep_file,
 )
 
-from ppage_jax.artifacts import PARTIAL
+from ppage_jax.artifacts import LOCK_FILE, PARTIAL
 
 # Every scenario kills and resumes whole CLI runs: the module is in the slow set.
 pytestmark = pytest.mark.slow
@@ -166,7 +166,8 @@ def test_killed_run_resumes_to_the_same_metrics_and_parameters(matrix, point):
     left = outcome.left
     # what the kill left: never a half-written file, only complete checkpoints
     expected = {
-        "compile": lambda: left["files"] == ["config.yaml"] and left["steps"] == [],
+        # the lock file stays (an flock, released when the process died)
+        "compile": lambda: left["files"] == [LOCK_FILE, "config.yaml"] and left["steps"] == [],
         "chunk:3": lambda: left["steps"] == [2],
         "checkpoint:2": lambda: left["steps"] == [2] and left["partial_checkpoints"],
         "eval": lambda: (
