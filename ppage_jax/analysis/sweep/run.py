@@ -461,7 +461,10 @@ def run_sweep(
     writer = open_writer(plan, source, resume, overwrite)
     if writer.layout is not None and writer.layout != plan.layout:  # a resumed sweep's
         if layout is not None:
-            raise ValueError(f"layout {layout!r} differs from the sweep's {writer.layout!r}")
+            raise ValueError(
+                f"layout {layout!r} differs from the sweep's {writer.layout!r}: a resumed "
+                f"sweep keeps its layout (the two give different floats)"
+            )
         plan = dataclasses.replace(plan, layout=writer.layout)
         writer.write_description(layout=plan.layout)
     finished = FinishedRuns(writer, SweepRecorder(loggers if lead else (), plan.out_dir, spec))

@@ -188,11 +188,7 @@ class SweepWriter:
         return self.manifest.get("layout")
 
     def set_layout(self, layout: str) -> None:
-        if self.layout not in (None, layout):
-            raise ValueError(
-                f"layout {layout!r} differs from the sweep's {self.layout!r}: a resumed sweep "
-                f"keeps its layout (the two give different floats)"
-            )
+        """Record the layout (``run_sweep`` keeps a resumed sweep's own)."""
         self.manifest["layout"] = layout
         self._commit()
 

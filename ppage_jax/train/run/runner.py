@@ -235,6 +235,12 @@ def run_training(
             finished or stop() or checkpoints.due(done - size, done)
         )
 
+    def dispatch_next() -> tuple[bool, Any]:
+        """Whether to go on and, if so, the next chunk dispatched from this chunk's runner
+        (kept, not donated, for on_chunk and the checkpoint)."""
+        go_on = not finished and not stop()
+        return go_on, (compiled(runner, tc, params, curriculum) if go_on else None)
+
     # pending: (runner, metrics) of the chunk dispatched (JAX runs it asynchronously) and not
     # read yet. With prefetch the next chunk is dispatched as soon as this one's metrics are
     # read and checked (so a diverged chunk is never followed by another), and on_chunk and
@@ -268,9 +274,7 @@ def run_training(
         )
         if prefetch:
             save = checkpoint_due()
-            go_on = not finished and not stop()
-            if go_on:  # from this chunk's runner, kept (not donated) for on_chunk and checkpoint
-                pending = compiled(runner, tc, params, curriculum)
+            go_on, pending = dispatch_next()
         if on_chunk is not None:
             on_chunk(metrics, done * tc.env_steps_per_update, runner)
         if not prefetch:
@@ -281,9 +285,7 @@ def run_training(
             del whole  # not kept alive beside the next chunks' runners
             fault(f"between:{checkpoints.saved}")  # testing hook: killed between chunks
         if not prefetch:
-            go_on = not finished and not stop()
-            if go_on:
-                pending = compiled(runner, tc, params, curriculum)
+            go_on, pending = dispatch_next()
         if go_on:
             chunks += 1
             fault(f"chunk:{chunks}")  # testing hook: killed while a chunk runs
