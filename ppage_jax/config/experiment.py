@@ -44,6 +44,9 @@ from ppage_jax.config.roles import (
 )
 from ppage_jax.types import ROLES
 
+# Where the reward-hacking monitor's start comes from (ppage_jax.train.run.monitor).
+MONITOR_BASELINES = ("untrained", "first_window")
+
 # A role's setting: "learn", a baseline name, or {policy: RUN_DIR, seed: 0, greedy: false}.
 ROLE_SETTING = Field(
     (str, dict),
@@ -77,6 +80,9 @@ EXPERIMENT_SCHEMA: dict = {
         "alpha": Field(float, False, lambda v: 0 < v < 1, "in (0, 1)"),
         "min_change": Field(float, False, lambda v: v >= 0, ">= 0"),
         "share_threshold": Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "baseline": Field(
+            str, False, lambda v: v in MONITOR_BASELINES, f"one of {list(MONITOR_BASELINES)}"
+        ),
     },
 }
 
@@ -99,6 +105,7 @@ EXPERIMENT_DEFAULTS: dict = {
         "alpha": 0.01,
         "min_change": 0.1,
         "share_threshold": 0.8,
+        "baseline": "untrained",
     },
 }
 

@@ -15,7 +15,7 @@ from ppage_jax.state import EnvParams
 from ppage_jax.tracking.base import MultiLogger, evaluation_scalars, flat_hparams, row_scalars
 from ppage_jax.tracking.loggers import open_logger
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.run.monitor import Flag, Monitor, MonitorConfig
+from ppage_jax.train.run.monitor import Flag, MonitorConfig, watch_run
 from ppage_jax.train.run.report import metric_rows
 
 GIF_TAG = "episode"
@@ -39,7 +39,8 @@ class TrainingRecorder:
     ):
         exp = config["experiment"]
         self.tc = tc
-        self.monitor = Monitor.for_run(MonitorConfig.from_experiment(exp), tc, params)
+        monitoring = MonitorConfig.from_experiment(exp)
+        self.monitor = watch_run(monitoring, tc, params, exp["eval"]["seed"])
         self.hparams = run_hparams(config)
         self.rows: list[dict] = []
         self.closed: list[MultiLogger] = []

@@ -185,7 +185,7 @@ def test_the_shipped_search_file_is_valid():
     assert [d.key for d in spec.dims] == [
         "weights.predator_closeness",
         "weights.potential_distance",
-        "weights.capture_proximity",
+        "weights.predator_cohesion",
         "params.base.step_cost",
     ]
     assert [r.name for r in spec.references] == ["hybrid", "potential"]
@@ -193,7 +193,7 @@ def test_the_shipped_search_file_is_valid():
         "base",
         "predator_closeness",
         "potential_distance",
-        "capture_proximity",
+        "predator_cohesion",
     )
     assert [d.current(spec.design) for d in spec.dims] == [0.05, 0.0, 0.0, 0.1]
     assert spec.strategy == "cma_es" and spec.metric == "rmst" and spec.constraint.monitor

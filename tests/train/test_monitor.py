@@ -11,6 +11,7 @@ from train_testing import tiny_config, train_seeds
 
 import ppage_jax as pj
 from ppage_jax.train import make_train_config
+from ppage_jax.train.run.evaluate import evaluate, untrained_levels, untrained_pair
 from ppage_jax.train.run.monitor import Monitor, MonitorConfig, monitor_table, trend
 from ppage_jax.train.run.report import metric_rows
 from ppage_jax.train.run.runner import run_training
@@ -197,6 +198,78 @@ def test_for_run_takes_the_warm_up_from_the_step_limit_and_rollout():
     tc = make_train_config(config)
     m = Monitor.for_run(MonitorConfig(), tc, tc.env.default_params)
     assert m.warmup == 3  # ceil(20 / 8): before update 3 no grid can have hit the limit
+
+
+def farmed_from_the_start(n: int = 14) -> list[dict]:
+    """A term farmed before the first window closes: its share sits at 0.85 throughout, the
+    captures are gone, and the rare captures left are quick ones."""
+    return [
+        dict(row, steps_to_capture=12.0)
+        for row in rows_for(
+            n,
+            capture=lambda u: 0.0,
+            base=lambda u: -40.0,
+            distance=lambda u: 40.0 * 0.85 / 0.15,
+            length=lambda u: 200.0,
+        )
+    ]
+
+
+UNTRAINED = {  # what random predators earned: share 10 / 50 = 0.2, 8 % captured in 100 turns
+    "capture_rate": 0.08,
+    "steps_to_capture": 100.0,
+    "episode_length": 192.0,
+    "return/predator/base": -40.0,
+    "return/predator/predator_distance": 10.0,
+}
+
+
+def test_the_start_is_the_untrained_run_when_it_is_given():
+    cfg = MonitorConfig(window=4, patience=2)
+    shaping = {"predator": ["predator_distance"]}
+    # measured from the first window, a share already at 0.85 has not drifted
+    first_window = Monitor(cfg, ["predator"], TERMS, shaping)
+    assert first_window.observe(farmed_from_the_start()) == []
+    # measured from the untrained run (0.2) it has; the quick captures (12 turns against
+    # 100) are survivor bias, not a task gain, so they do not excuse it
+    untrained = Monitor(cfg, ["predator"], TERMS, shaping, baseline=UNTRAINED)
+    flags = untrained.observe(farmed_from_the_start())
+    assert [(f.check, f.term, f.update) for f in flags] == [("share", "predator_distance", 5)]
+    assert flags[0].detail == (
+        "predator_distance's share of the return drifted from 0.20 to 0.85 (threshold 0.8)"
+    )
+    assert untrained.fresh().baseline == UNTRAINED
+    assert untrained.summary()["baseline"] == UNTRAINED
+    # a real gain since the untrained run (captures up from 0.08 to 0.5) is not hacking
+    gaining = [dict(r, capture_rate=0.5) for r in farmed_from_the_start()]
+    assert Monitor(cfg, ["predator"], TERMS, shaping, baseline=UNTRAINED).observe(gaining) == []
+
+
+def test_the_untrained_levels_are_random_predators_against_the_configured_prey():
+    both = make_train_config(tiny_config("ippo", {"num_steps": 8}, total_timesteps=4096))
+    assert untrained_pair(both) == ("random", "random")  # both learn: both start random
+    roles = {"predators": "learn", "preys": "evade"}
+    config = tiny_config(
+        "ippo", {"num_steps": 8}, total_timesteps=4096, **{"experiment.roles": roles}
+    )
+    tc = make_train_config(config)
+    assert untrained_pair(tc) == ("random", "trained")  # the prey play their baseline
+    params = tc.env.default_params
+    levels = untrained_levels(tc, params, seed=7, episodes=16)
+    row = evaluate(tc, {}, params, 7, 16, which={"random": ("random", "trained")}, reps=0)
+    assert levels["capture_rate"] == row["random"]["capture_rate"]
+    assert levels["episode_length"] == row["random"]["episode_length"]
+    assert levels["return/predator/base"] == row["random"]["return/predator/base"]
+    assert 0 < levels["capture_rate"] <= 1 and levels["episode_length"] > 0
+
+
+def test_a_bad_monitor_baseline_is_refused_naming_the_choices():
+    with pytest.raises(
+        ValueError, match=r"baseline must be one of \['untrained', 'first_window'\]"
+    ):
+        MonitorConfig(baseline="median")
+    with pytest.raises(pj.ConfigError, match="experiment.monitor.baseline"):
+        tiny_config("ippo", {}, **{"experiment.monitor.baseline": "median"})
 
 
 # ------------------------------------------------------------------ on real training

@@ -50,7 +50,7 @@ def reevaluate(
     bar.update(len(runs))
     bar.close()
     names = [a.name for a in rspec.arms]
-    monitors = arm_monitors(rspec.config, env, rspec.arm_params(env), names)
+    monitors = arm_monitors(rspec.config, env, rspec.arm_params(env), names, rspec.eval_seed)
     recorder = SweepRecorder(loggers, Path(out_dir) / "reevaluation", rspec)
     results: dict = {}
     rows: list = []

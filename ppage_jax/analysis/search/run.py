@@ -158,7 +158,7 @@ def search_rewards(
             if spec.audit_episodes
             else []
         )
-        monitors = arm_monitors(spec.config, env, arm_params, names)
+        monitors = arm_monitors(spec.config, env, arm_params, names, spec.eval_seed)
         recorder = SweepRecorder(loggers, out_dir, gspec)
         runs, keys, inputs = program.inputs(gspec)
         metrics, episodes = program(keys, inputs)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams
-from ppage_jax.train.run.monitor import PREFIX, Monitor, MonitorConfig
+from ppage_jax.train.run.monitor import PREFIX, Monitor, MonitorConfig, watch_run
 
 FIRST = "monitor_first/"
 
@@ -29,10 +29,16 @@ def first_column(column: str) -> str:
 
 
 def arm_monitors(
-    config: Any, env: GridWorld, arm_params: Sequence[EnvParams], names: Sequence[str]
+    config: Any,
+    env: GridWorld,
+    arm_params: Sequence[EnvParams],
+    names: Sequence[str],
+    eval_seed: int,
 ) -> dict[str, Monitor | None]:
     """Each arm's monitor (``experiment.monitor`` of ``config``), None when the monitor is
-    disabled or the arm has nothing to watch."""
+    disabled or the arm has nothing to watch. Its start is the arm's untrained run on the
+    held-out block from ``eval_seed`` (:func:`watch_run`), measured once per arm (the seeds
+    of an arm share it)."""
     from ppage_jax.train.run.experiment import make_train_config
 
     cfg = MonitorConfig.from_experiment(config["experiment"])
@@ -41,7 +47,7 @@ def arm_monitors(
     tc = make_train_config(config, env)
     out: dict[str, Monitor | None] = {}
     for name, params in zip(names, arm_params, strict=True):
-        monitor = Monitor.for_run(cfg, tc, params)
+        monitor = watch_run(cfg, tc, params, eval_seed)
         out[name] = monitor if monitor.columns else None
     return out
 

@@ -468,7 +468,11 @@ def run_sweep(
         plan = dataclasses.replace(plan, layout=writer.layout)
         writer.write_description(layout=plan.layout)
     finished = FinishedRuns(writer, SweepRecorder(loggers if lead else (), plan.out_dir, spec))
-    monitors = arm_monitors(spec.config, plan.env, plan.arm_params, plan.arm_names) if lead else {}
+    monitors = (
+        arm_monitors(spec.config, plan.env, plan.arm_params, plan.arm_names, spec.eval_seed)
+        if lead
+        else {}
+    )
     if lead:
         before_training(plan, writer, monitors)
     chunk, budget = choose_chunk_size(plan, writer.chunk_size, memory_budget_bytes)

@@ -60,6 +60,10 @@ BASELINE_LABELS = {
 }
 
 
+# Episodes the untrained matchup plays to measure the monitor's starting point.
+UNTRAINED_EPISODES = 128
+
+
 def is_stochastic(module: Any) -> bool:
     """Whether an algorithm's trained policy samples its actions (IPPO): its declared
     ``STOCHASTIC`` capability (:class:`ppage_jax.train.protocol.Algorithm`)."""
@@ -154,6 +158,27 @@ def rows_for(tc: TrainConfig) -> dict[str, tuple[str, str]]:
     if tc.learns("prey"):
         names += ["prey_random", "prey_evade"]
     return {name: ROWS[name] for name in names}
+
+
+def untrained_pair(tc: TrainConfig) -> tuple[str, str]:
+    """The matchup of an untrained run: every learning role plays uniformly random actions
+    (what a freshly initialised policy, near-uniform logits or epsilon 1, plays); the other
+    roles play their configured baselines."""
+    return tuple("random" if tc.learns(role) else "trained" for role in ROLES)
+
+
+def untrained_levels(
+    tc: TrainConfig, params: EnvParams, seed: int, episodes: int = UNTRAINED_EPISODES
+) -> dict[str, float]:
+    """The task metrics and per-term returns (``capture_rate``, ``episode_length``,
+    ``steps_to_capture``, ``return/<role>/<term>``, ...; :func:`summarize_episodes`) of the
+    untrained matchup (:func:`untrained_pair`) over the held-out block
+    ``[seed, seed + episodes)``, whole episodes to the env's step limit: the reward-hacking
+    monitor's starting point."""
+    which = {"untrained": untrained_pair(tc)}
+    played = evaluate_episodes(tc, {}, params, seed, episodes, None, which)["untrained"]
+    summary = summarize_episodes(played, tc.env, horizon=step_limit(tc, params, None), reps=0)
+    return {k: float(v) for k, v in summary.items() if isinstance(v, (int, float))}
 
 
 def step_limit(tc: TrainConfig, params: EnvParams, max_steps: int | None) -> int:

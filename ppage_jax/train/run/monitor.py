@@ -8,10 +8,20 @@ paid, summed) over the last ``window`` active updates with the task metrics, and
 - ``episode_length``: the shaped return rises while the episode length moves against the
   role's task (longer for predators, shorter for prey);
 - ``share``: a shaping term's share of the role's return (``|R_term| / sum |R|``, window
-  median) drifts above ``share_threshold`` from at or below it over the first window, while
-  no task metric (nor the episode length) has improved for the role since that window (by
-  ``min_change``, window medians): prey paid per turn alive that learn to evade see their
-  survival share grow, and that is not hacking.
+  median) drifts above ``share_threshold`` from at or below it at the start, while no task
+  metric (nor the episode length) has improved for the role since the start (by
+  ``min_change``, window medians against the start): prey paid per turn alive that learn to
+  evade see their survival share grow, and that is not hacking. The time to capture of the
+  captured episodes is survivor-biased (it shortens as captures become rare) and is no
+  evidence of a gain here; the capture rate, the base return and the episode length are.
+
+The start (``baseline``) is, by default (``untrained``), the untrained run: the learning
+roles playing uniformly random actions (what a freshly initialised policy plays) against the
+others' configured policies, over whole episodes on the evaluation's held-out layouts
+(:func:`ppage_jax.train.run.evaluate.untrained_levels`, measured before training). A reward
+that is farmed within the first updates (before the first window closes) has drifted by
+then; measured from the untrained run the drift is still seen. With ``first_window`` the
+start is the first window's medians, what earlier releases used.
 
 A trend is Kendall's tau against the update index with ``p < alpha`` and a Theil-Sen change
 over the window of at least ``min_change`` (relative to the window's median magnitude;
@@ -25,7 +35,7 @@ begin to finish. Flags
 become 0/1 columns ``monitor/<check>/<role>[/<term>]`` of the rows, :meth:`Monitor.summary`
 goes to summary.json and :func:`monitor_table` prints the end-of-run table. Configured by
 ``experiment.monitor`` (``enabled``, ``window``, ``patience``, ``alpha``, ``min_change``,
-``share_threshold``).
+``share_threshold``, ``baseline``).
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ppage_jax.config.experiment import MONITOR_BASELINES as BASELINES
 from ppage_jax.state import NO_TRUNCATION
 
 PREFIX = "monitor/"
@@ -52,6 +63,10 @@ CHECKS = {
     "episode_length": "shaped return up, episode length against the task",
     "share": "shaping term's share of the return drifted above {threshold:g}",
 }
+# Metrics that are no evidence of a task gain: the time to capture of the captured episodes
+# only shortens when captures become rare (the quick ones are what is left). The capture rate
+# and the episode length (censored episodes included) speak for the task instead.
+SURVIVOR_BIASED = ("steps_to_capture",)
 # Metrics compared on an absolute scale (rates in [0, 1]).
 ABSOLUTE = ("capture_rate",)
 
@@ -66,6 +81,14 @@ class MonitorConfig:
     alpha: float = 0.01
     min_change: float = 0.1
     share_threshold: float = 0.8
+    baseline: str = "untrained"
+
+    def __post_init__(self):
+        if self.baseline not in BASELINES:
+            raise ValueError(
+                f"experiment.monitor.baseline must be one of {list(BASELINES)}, "
+                f"not {self.baseline!r}"
+            )
 
     @classmethod
     def from_experiment(cls, exp: Mapping[str, Any]) -> MonitorConfig:
@@ -180,12 +203,16 @@ class Monitor:
         terms: Sequence[str],
         shaping: Mapping[str, Sequence[str]],
         warmup: int = 0,
+        baseline: Mapping[str, float] | None = None,
     ):
         """``roles``: the learning roles; ``terms``: every reward term (columns
         ``return/<role>/<term>``); ``shaping``: per role, the non-base terms paid to it;
-        ``warmup``: rows of updates ``<= warmup`` are left out of every window."""
+        ``warmup``: rows of updates ``<= warmup`` are left out of every window;
+        ``baseline``: the start's levels, a row of the same columns (the untrained run's,
+        :func:`ppage_jax.train.run.evaluate.untrained_levels`), else the first window's."""
         self.cfg = cfg
         self.warmup = int(warmup)
+        self.baseline = dict(baseline) if baseline is not None else None
         self.terms = tuple(terms)
         self.shaping = {r: tuple(shaping.get(r, ())) for r in roles}
         self.columns = []
@@ -200,8 +227,11 @@ class Monitor:
         self.flags: list[Flag] = []
 
     @classmethod
-    def for_run(cls, cfg: MonitorConfig, tc: Any, params: Any) -> Monitor:
-        """The monitor of a training run: its learning roles and the terms paid to them."""
+    def for_run(
+        cls, cfg: MonitorConfig, tc: Any, params: Any, baseline: Mapping[str, float] | None = None
+    ) -> Monitor:
+        """The monitor of a training run: its learning roles and the terms paid to them
+        (``baseline`` as in the constructor; :func:`watch_run` measures it)."""
         masks = np.asarray(params.reward.role_masks)  # [T, A]
         weights = np.asarray(params.reward.weights)
         shaping = {}
@@ -214,11 +244,13 @@ class Monitor:
             ]
         limit = int(np.asarray(params.max_steps).reshape(-1)[0])
         warmup = 0 if limit >= NO_TRUNCATION else math.ceil(limit / tc.steps_per_update)
-        return cls(cfg, tc.learning_roles, tc.env.reward_terms, shaping, warmup)
+        return cls(cfg, tc.learning_roles, tc.env.reward_terms, shaping, warmup, baseline)
 
     def fresh(self) -> Monitor:
-        """A monitor with the same checks and no history."""
-        return Monitor(self.cfg, tuple(self.shaping), self.terms, self.shaping, self.warmup)
+        """A monitor with the same checks and baseline and no history."""
+        return Monitor(
+            self.cfg, tuple(self.shaping), self.terms, self.shaping, self.warmup, self.baseline
+        )
 
     # ------------------------------------------------------------------ per row
     def observe(self, rows: Iterable[dict]) -> list[Flag]:
@@ -310,28 +342,45 @@ class Monitor:
             else None
         )
         levels = {m: _median(self._series(window, role, m)) for m in bad}
+        if (seed, role) not in self.start_levels and self.baseline is not None:
+            # a level the untrained run has no value for (no capture) starts at the window's
+            untrained = {m: _median(self._series([self.baseline], role, m)) for m in bad}
+            self.start_levels[(seed, role)] = {
+                m: v if math.isfinite(v) else levels[m] for m, v in untrained.items()
+            }
         start = self.start_levels.setdefault((seed, role), levels)
         improved = any(
             _moved(start[m], levels[m], -d, self.cfg.min_change, m in ABSOLUTE)
             for m, d in bad.items()
+            if m not in SURVIVOR_BIASED
         )
         for term in shaped_terms:
             drift = self._share(seed, window, role, term)
             out[column("share", role, term)] = None if improved else drift
         return out
 
-    def _share(self, seed: int, window: list[dict], role: str, term: str) -> str | None:
-        """The drift of ``term``'s share of ``role``'s return above the threshold, or None."""
+    def _shares(self, rows: Sequence[Mapping], role: str, term: str) -> list[float]:
+        """``term``'s share of ``role``'s return in each row that paid the role anything."""
         shares = []
-        for r in window:
+        for r in rows:
             magnitudes = [abs(float(r.get(f"return/{role}/{t}", 0.0))) for t in self.terms]
             total = sum(magnitudes)
             if math.isfinite(total) and total > 0:
                 shares.append(abs(float(r.get(f"return/{role}/{term}", 0.0))) / total)
+        return shares
+
+    def _share(self, seed: int, window: list[dict], role: str, term: str) -> str | None:
+        """The drift of ``term``'s share of ``role``'s return above the threshold, or None."""
+        shares = self._shares(window, role, term)
         if len(shares) < max(4, self.cfg.window // 2):
             return None
         now = float(np.median(shares))
-        start = self.start_share.setdefault((seed, f"{role}/{term}"), now)
+        key = (seed, f"{role}/{term}")
+        if key not in self.start_share and self.baseline is not None:
+            untrained = _median(self._shares([self.baseline], role, term))
+            if math.isfinite(untrained):  # else (the untrained run was paid nothing): now
+                self.start_share[key] = untrained
+        start = self.start_share.setdefault(key, now)
         threshold = self.cfg.share_threshold
         if start <= threshold < now:
             return (
@@ -346,6 +395,7 @@ class Monitor:
         return {
             "config": dataclasses.asdict(self.cfg),
             "warmup_updates": self.warmup,
+            "baseline": self.baseline,
             "checks": list(self.columns),
             "flagged": bool(self.flags),
             "flags": [
@@ -353,6 +403,18 @@ class Monitor:
                 for f in sorted(self.flags, key=lambda f: (f.seed, f.update, f.column))
             ],
         }
+
+
+def watch_run(cfg: MonitorConfig, tc: Any, params: Any, eval_seed: int) -> Monitor:
+    """:meth:`Monitor.for_run` with its start measured as ``cfg.baseline`` says: for
+    ``untrained`` (and something to watch), the untrained run on the held-out block from
+    ``eval_seed`` (one small compiled rollout of baseline policies)."""
+    monitor = Monitor.for_run(cfg, tc, params)
+    if not (cfg.enabled and monitor.columns and cfg.baseline == "untrained"):
+        return monitor
+    from ppage_jax.train.run.evaluate import untrained_levels
+
+    return Monitor.for_run(cfg, tc, params, untrained_levels(tc, params, eval_seed))
 
 
 def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
