@@ -201,6 +201,9 @@ def train_and_report(
         f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
         f"({env.observation_size}), terms {list(env.reward_terms)}"
     )
+    # the loggers and the monitor's start (its untrained run) before training is announced:
+    # from that line on, Ctrl-C stops after the current chunk
+    recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
     roles = ", ".join(f"{r}s: {p}" for r, p in zip(("predator", "prey"), tc.roles, strict=True))
     say(
         f"training {tc.algorithm} ({roles}): "
@@ -220,8 +223,6 @@ def train_and_report(
         initial=done_before,
     )
     last = {"steps": done_before, "start": None, "start_steps": done_before}
-
-    recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
 
     def on_chunk(metrics: dict, env_steps: int, runner) -> None:
         for flag in recorder.add_chunk(metrics, env_steps):
