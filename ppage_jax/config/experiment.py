@@ -44,7 +44,7 @@ from ppage_jax.config.roles import (
 )
 from ppage_jax.types import ROLES
 
-# Where the reward-hacking monitor's start comes from (ppage_jax.train.run.monitor).
+# Where the reward-hacking monitor starts from (experiment.monitor.baseline).
 MONITOR_BASELINES = ("untrained", "first_window")
 
 # A role's setting: "learn", a baseline name, or {policy: RUN_DIR, seed: 0, greedy: false}.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -592,6 +593,23 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
         "honest": [],
     }
     assert info["baselines"] == ["honest", "hacked"] and info["audit"] is True
+    # where the hacked arm's checks start: its untrained run on the evaluation's layouts
+    from ppage_jax.train.run.evaluate import untrained_levels
+    from ppage_jax.train.run.experiment import make_train_config
+
+    env = spec.make_env()
+    levels = untrained_levels(make_train_config(spec.config, env), spec.arm_params(env)[0], 1000)
+    paid = sum(abs(levels[f"return/predator/{t}"]) for t in env.reward_terms)
+    assert info["monitor"]["untrained"] == {
+        "hacked": {
+            "capture_rate": levels["capture_rate"],
+            "episode_length": levels["episode_length"],
+            "share/predator/predator_distance": pytest.approx(
+                abs(levels["return/predator/predator_distance"]) / paid
+            ),
+        }
+    }
+    assert 0 < levels["capture_rate"] <= 1  # random predators catch the prey between them
 
 
 @pytest.mark.slow  # a sweep with baselines
@@ -638,6 +656,12 @@ def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_swe
     assert "| hacked | episode_length | predator | 1/1 | 16,384 | 16,384 |" in report
     assert "| hacked | share (predator_distance) | predator | 0/1 | - | - |" in report
     assert "| honest | not watched (no learning role is paid a shaping term) |||||" in report
+    start = report.split("Where the checks start")[1].split("##")[0]
+    (row,) = [line for line in start.splitlines() if line.startswith("| hacked |")]
+    assert re.fullmatch(
+        r"\| hacked \| [01]\.\d{3} \| [\d.]+ \| predator/predator_distance 0\.\d\d \|", row
+    )
+    assert "| honest |" not in start
     audit = report.split("## Audit before training")[1].split("##")[0]
     hacked_row = next(line for line in audit.splitlines() if line.startswith("| hacked |"))
     # paid for distance, predators gain by not capturing (the audit saw it before training)
@@ -701,6 +725,14 @@ def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep
     # the report too, but for its line of timings
     tables = [(d / "report.md").read_text().split("## Arms")[1] for d in (copy, out)]
     assert tables[0] == tables[1]
+    # sweep.json keeps what the first call measured (chunk size, compile time) and adds the
+    # resume's seconds to the first call's
+    first, resumed = (json.loads((d / "sweep.json").read_text()) for d in (out, copy))
+    assert resumed["chunk_size"] == first["chunk_size"] == 1
+    assert resumed["compile_seconds"] == first["compile_seconds"] > 0
+    assert resumed["program_bytes_per_device"] == first["program_bytes_per_device"]
+    assert resumed["seconds"] >= first["seconds"] > 0
+    assert resumed["monitor"] == first["monitor"] and resumed["chunks"] == 2
 
 
 @pytest.mark.slow  # trains and evaluates twice

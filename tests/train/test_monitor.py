@@ -238,6 +238,8 @@ def test_the_start_is_the_untrained_run_when_it_is_given():
     assert flags[0].detail == (
         "predator_distance's share of the return drifted from 0.20 to 0.85 (threshold 0.8)"
     )
+    assert untrained.untrained_shares() == {"predator/predator_distance": pytest.approx(0.2)}
+    assert first_window.untrained_shares() == {}
     assert untrained.fresh().baseline == UNTRAINED
     assert untrained.summary()["baseline"] == UNTRAINED
     # a real gain since the untrained run (captures up from 0.08 to 0.5) is not hacking

@@ -81,9 +81,21 @@ def monitor_run(
 
 def describe_monitors(config: Any, monitors: dict[str, Monitor | None]) -> dict[str, Any]:
     """sweep.json's ``monitor``: the config's ``experiment.monitor``, the columns watched per
-    arm and the longest warm-up (updates)."""
+    arm, the longest warm-up (updates) and, per watched arm with an untrained start, where
+    the checks start (``untrained``: its capture rate, episode length and each watched
+    term's share of the return, ``share/<role>/<term>``)."""
+    untrained = {}
+    for name, m in monitors.items():
+        if m is not None and m.baseline is not None:
+            levels = {k: m.baseline.get(k) for k in ("capture_rate", "episode_length")}
+            shares = {
+                f"share/{k}": v if math.isfinite(v) else None  # None: it paid nothing
+                for k, v in m.untrained_shares().items()
+            }
+            untrained[name] = {**levels, **shares}
     return {
         "config": config["experiment"].get("monitor") or {},
         "watched": {n: list(m.columns) if m else [] for n, m in monitors.items()},
         "warmup_updates": max((m.warmup for m in monitors.values() if m), default=0),
+        "untrained": untrained,
     }

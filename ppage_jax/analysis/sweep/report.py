@@ -418,6 +418,32 @@ def monitor_lines(results: dict, arms: list[str], monitor: dict | None) -> list[
                     else "- | - |"
                 )
             )
+    return lines + [""] + untrained_lines((monitor or {}).get("untrained") or {})
+
+
+def untrained_lines(untrained: dict) -> list[str]:
+    """report.md lines: where each watched arm's checks start, its untrained run (sweep.json's
+    ``monitor.untrained``); none for a sweep without one."""
+    if not untrained:
+        return []
+    lines = [
+        "Where the checks start: each arm's untrained run (its learning roles playing "
+        "uniformly random actions on the held-out layouts, before training). A `share` "
+        "flag needs the term's share to rise above the threshold from here.",
+        "",
+        "| arm | capture rate | episode length | shaping term's share of the return |",
+        "|---|---|---|---|",
+    ]
+    for arm, levels in untrained.items():
+        shares = ", ".join(
+            f"{k[len('share/') :]} {v:.2f}"
+            for k, v in levels.items()
+            if k.startswith("share/") and v is not None and math.isfinite(v)
+        )
+        lines.append(
+            f"| {arm} | {levels['capture_rate']:.3f} | {levels['episode_length']:.1f} | "
+            f"{shares or '-'} |"
+        )
     return lines + [""]
 
 

@@ -498,7 +498,9 @@ def run_sweep(
     if not todo:
         writer.write_tables()  # a kill may have come before they were written
     seconds = time.perf_counter() - start
-    writer.write_description(seconds=round(seconds, 2), chunks=len(writer.finished()))
+    writer.write_description(
+        seconds=round(writer.seconds_before + seconds, 2), chunks=len(writer.finished())
+    )
     summary = {
         "runs": plan.runs,
         "results": finished.results,

@@ -146,8 +146,13 @@ class SweepWriter:
         self.dir = prepare_output_dir(output_dir, "sweep directory")
         self.description = dict(description)
         self.identity = identity_hash(identity)
+        # wall seconds of earlier calls on this sweep (a resume adds its own to them)
+        self.seconds_before = 0.0
         if resume:
             self.manifest = resumed_manifest(self.dir, self.identity)
+            earlier = self._earlier_description()
+            self.description = {**earlier, **self.description}
+            self.seconds_before = float(earlier.get("seconds") or 0.0)
         else:
             clear_output(self.dir, SWEEP_FILES, "sweep", overwrite, f"--resume {self.dir}")
             self.manifest = {
@@ -164,6 +169,15 @@ class SweepWriter:
         remove_partial_files(self.dir / CHUNKS)
         self._commit()
         self.write_description()
+
+    def _earlier_description(self) -> dict:
+        """The sweep.json an earlier call wrote (its compile time, chunk size and the
+        stages' records, kept by a resume that does not redo them); empty when unreadable."""
+        try:
+            earlier = json.loads((self.dir / DESCRIPTION).read_text())
+        except (OSError, ValueError):
+            return {}
+        return earlier if isinstance(earlier, dict) else {}
 
     # ---------------------------------------------------------------- state
     @property
@@ -282,6 +296,7 @@ class FollowerWriter:
             "chunks": {str(i): None for i in finished},
         }
 
+    seconds_before = 0.0
     chunk_size = SweepWriter.chunk_size
     layout = SweepWriter.layout
     finished = SweepWriter.finished

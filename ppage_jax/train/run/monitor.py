@@ -369,6 +369,18 @@ class Monitor:
                 shares.append(abs(float(r.get(f"return/{role}/{term}", 0.0))) / total)
         return shares
 
+    def untrained_shares(self) -> dict[str, float]:
+        """``{"<role>/<term>": share}``: each watched shaping term's share of its role's
+        return in the baseline (NaN where the baseline paid the role nothing); empty without
+        a baseline."""
+        if self.baseline is None:
+            return {}
+        return {
+            f"{role}/{term}": _median(self._shares([self.baseline], role, term))
+            for role, terms in self.shaping.items()
+            for term in terms
+        }
+
     def _share(self, seed: int, window: list[dict], role: str, term: str) -> str | None:
         """The drift of ``term``'s share of ``role``'s return above the threshold, or None."""
         shares = self._shares(window, role, term)
@@ -376,10 +388,9 @@ class Monitor:
             return None
         now = float(np.median(shares))
         key = (seed, f"{role}/{term}")
-        if key not in self.start_share and self.baseline is not None:
-            untrained = _median(self._shares([self.baseline], role, term))
-            if math.isfinite(untrained):  # else (the untrained run was paid nothing): now
-                self.start_share[key] = untrained
+        untrained = self.untrained_shares().get(f"{role}/{term}", math.nan)
+        if key not in self.start_share and math.isfinite(untrained):
+            self.start_share[key] = untrained  # else (no baseline, or it paid nothing): now
         start = self.start_share.setdefault(key, now)
         threshold = self.cfg.share_threshold
         if start <= threshold < now:
@@ -410,11 +421,11 @@ def watch_run(cfg: MonitorConfig, tc: Any, params: Any, eval_seed: int) -> Monit
     ``untrained`` (and something to watch), the untrained run on the held-out block from
     ``eval_seed`` (one small compiled rollout of baseline policies)."""
     monitor = Monitor.for_run(cfg, tc, params)
-    if not (cfg.enabled and monitor.columns and cfg.baseline == "untrained"):
-        return monitor
-    from ppage_jax.train.run.evaluate import untrained_levels
+    if cfg.enabled and monitor.columns and cfg.baseline == "untrained":
+        from ppage_jax.train.run.evaluate import untrained_levels
 
-    return Monitor.for_run(cfg, tc, params, untrained_levels(tc, params, eval_seed))
+        monitor.baseline = untrained_levels(tc, params, eval_seed)
+    return monitor
 
 
 def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
