@@ -22,10 +22,11 @@ faster), its median, min and max.
 
 ``--split`` adds a per-update split of ppage_jax's update into separately jitted pieces, each
 timed on a stored rollout: the env step (``num_steps`` batched auto-reset steps with the
-rollout's actions), the policy forward and sampling, the bootstrap (a full-batch value pass,
-timed apart, times the passes the rollout needs: one on the last observation and one on each
-step where a grid was truncated), the learning phase (GAE and the epochs of minibatch
-steps), the rest of the compiled update, and the host's share (end to end minus compiled).
+rollout's actions), the policy forward and sampling, the bootstrap (value passes timed apart
+on every grid and on the few grids a step gathers, times the passes the rollout needs: per
+role, one on the last observation and one on each step where a grid was truncated, gathered
+while at most ``ippo.truncated_grids`` grids were), the learning phase (GAE and the epochs of
+minibatch steps), the rest of the compiled update, and the host's share (end to end minus compiled).
 ppage_jax's whole rollout is timed too, beside its env step and forward.
 
     python benchmarks/train_throughput.py                          # configs/default, IPPO
@@ -291,19 +292,29 @@ def split(modes: Modes, timing: dict, repeats: int) -> dict:
         return ippo.rollout(runner, tc, params, critic)
 
     learners = runner.learners
-    # a value pass per step (timed over the rollout's steps, per step below); the bootstrap
-    # takes one on the last observation and one on each step where a grid was truncated
-    passes = _timed_piece(bootstrap, (learners, steps.final_obs, steps.final_state), repeats)
-    value_pass = passes / hp.num_steps
-    truncated = sum(
-        np.asarray((t.episode_end & ~t.agent_terminal).any(axis=(1, 2)))
+    # Value passes of every role, timed over the rollout's steps (per step below): on every
+    # grid, and on the few grids a step with fewer truncations gathers. The bootstrap takes
+    # a full pass on the last observation, and per role and step with a truncated grid the
+    # gathered pass (at most `some` grids) or a full one (more).
+    some = ippo.truncated_grids(tc.num_envs)
+    full_pass = _timed_piece(bootstrap, (learners, steps.final_obs, steps.final_state), repeats)
+    gathered = jax.tree.map(lambda a: a[:, :some], (steps.final_obs, steps.final_state))
+    gathered_pass = _timed_piece(bootstrap, (learners, *gathered), repeats)
+    full_pass, gathered_pass = full_pass / hp.num_steps, gathered_pass / hp.num_steps
+    counts = [  # truncated grids per step, per role: [T]
+        np.asarray((t.episode_end & ~t.agent_terminal).any(axis=2).sum(axis=1))
         for t in trajectories.values()
-    )
-    bootstrap_passes = 1 + int(np.count_nonzero(truncated))
+    ]
+    full_steps = sum(int(np.count_nonzero(c > some)) for c in counts)
+    gathered_steps = sum(int(np.count_nonzero((c > 0) & (c <= some))) for c in counts)
+    n_roles = max(len(counts), 1)
+    bootstrap_seconds = (
+        (n_roles + full_steps) * full_pass + gathered_steps * gathered_pass
+    ) / n_roles
     seconds = {
         "env_step": _timed_piece(env_steps, (runner.env, key, actions), repeats),
         "policy_forward": _timed_piece(forward, (learners, key, obs, states), repeats),
-        "bootstrap": value_pass * bootstrap_passes,
+        "bootstrap": bootstrap_seconds,
         "learning": _timed_piece(learn, (learners, trajectories, key), repeats),
     }
     rollout_seconds = _timed_piece(rollout, (runner,), repeats)
@@ -327,8 +338,11 @@ def split(modes: Modes, timing: dict, repeats: int) -> dict:
         "ms_per_update": ms,
         "share_of_compiled": {k: ms[k] / compiled for k in seconds}
         | {"rest_of_compiled": ms["rest_of_compiled"] / compiled},
-        "value_pass_ms": 1000 * value_pass,
-        "bootstrap_passes": bootstrap_passes,
+        "value_pass_ms": 1000 * full_pass,
+        "gathered_pass_ms": 1000 * gathered_pass,
+        "gathered_grids": some,
+        "bootstrap_full_passes": full_steps,
+        "bootstrap_gathered_passes": gathered_steps,
         "rollout_ms": 1000 * rollout_seconds,
         "rollout_minus_env_and_forward_ms": 1000
         * (rollout_seconds - seconds["env_step"] - seconds["policy_forward"]),
@@ -344,7 +358,7 @@ def split(modes: Modes, timing: dict, repeats: int) -> dict:
 SPLIT_LABELS = {
     "env_step": "env step (num_steps auto-reset steps, the rollout's actions)",
     "policy_forward": "policy forward + sampling (one pass per step)",
-    "bootstrap": "bootstrap value passes (last obs + truncated steps)",
+    "bootstrap": "bootstrap value passes (last obs + truncated grids)",
     "learning": "learning phase (GAE + epochs x minibatches)",
     "rest_of_compiled": "rest of the compiled update (compiled - the above)",
     "compiled_update": "compiled update",
@@ -365,9 +379,12 @@ def split_lines(result: dict) -> list[str]:
             lines.append(f"  {label:<62} {ms[key]:10.2f} ms {pct}")
     ref = result["reference_ms_per_update"]
     lines.append(
-        f"  bootstrap: {result['bootstrap_passes']} value pass(es) of "
-        f"{result['value_pass_ms']:.3f} ms (one full-batch pass; a pass on every step would "
-        f"cost {result['value_pass_ms'] * result['num_steps']:.2f} ms)"
+        f"  bootstrap: per role, the last observation's pass, {result['bootstrap_full_passes']} "
+        f"full and {result['bootstrap_gathered_passes']} gathered (at most "
+        f"{result['gathered_grids']} grids) passes on steps with truncations; every role's "
+        f"full-batch pass {result['value_pass_ms']:.3f} ms, gathered "
+        f"{result['gathered_pass_ms']:.3f} ms (a pass on every step would cost "
+        f"{result['value_pass_ms'] * result['num_steps']:.2f} ms)"
     )
     lines.append(
         f"  ppage_jax rollout alone {result['rollout_ms']:.2f} ms (minus env step and forward: "

@@ -46,7 +46,8 @@ class SlotGroup:
     """``count`` slots of ``width`` features starting at feature ``start``. A slot is present
     when its feature ``present`` is non-zero (None: when any feature is); its features ``x``,
     ``y`` are its position (an offset from the observer, or ``absolute`` grid coordinates) and
-    ``channels`` the features it adds at that cell (-1: a constant 1)."""
+    ``channels`` the 0/1 flags it adds at that cell (-1: a constant 1; a set encoder stores the
+    sums of these flags as small integers)."""
 
     name: str
     start: int

@@ -56,6 +56,10 @@ def test_every_builder_declares_bounds_and_how_encoders_read_it(name):
         for group in built.slots.groups:
             assert max(group.present or 0, group.x, group.y, *group.channels) < group.width
             taken[group.start : group.stop] += 1
+            for c in group.channels:  # 0/1 flags: the set encoder stores their sums as uint8
+                if c >= 0:
+                    feature = np.arange(group.start + c, group.stop, group.width)
+                    assert (low[:, feature] >= 0).all() and (high[:, feature] <= 1).all()
         assert taken.max() == 1  # the groups do not overlap
         own = built.slots.own
         assert own is None or not taken[list(own)].any()  # own position: outside the slots

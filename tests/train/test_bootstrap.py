@@ -1,5 +1,6 @@
 """The PPO rollout's bootstrap (``next_value``): a value pass on the final observation only
-where a truncation needs it, the next step's value elsewhere; the same ``next_value`` (where
+where a truncation needs it (on the truncated grids gathered, or on all when there are many),
+the next step's value elsewhere; the same ``next_value`` (where
 it counts) and the same GAE as a value pass on ``final_obs`` after every step."""
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from ppage_jax.train.kit.rollout import env_step
 
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 # Two predators and two free-moving prey from random starts on an empty 5x5 grid, the
-# episode cut at 6 turns: within 16 steps grids are truncated, terminate (both prey caught)
-# and go on with one prey caught.
+# episode cut at 6 turns: within 32 steps grids are truncated (all 8 at once, later one or
+# a few), terminate (both prey caught) and go on with one prey caught.
 SMALL = {
     "env.termination.max_steps": 6,
     "env.termination.capture_threshold": 2,
@@ -61,12 +62,18 @@ def every_step_bootstrap(runner, tc, params, critic_input, trajectories):
 
 
 @pytest.mark.parametrize(
-    "case",
-    [c if c == "ippo" else pytest.param(c, marks=pytest.mark.slow) for c in sorted(CASES)],
+    "case, gathered",
+    [
+        ("ippo", 2),  # steps with 1-2 truncated grids gather them; more: a full pass
+        ("ippo", None),  # the default: up to 8 of the 8 grids, always gathered
+        pytest.param("mappo-prey-with-prior-and-teacher", 2, marks=pytest.mark.slow),
+    ],
 )
-def test_the_bootstrap_matches_a_value_pass_after_every_step(case):
+def test_the_bootstrap_matches_a_value_pass_after_every_step(case, gathered, monkeypatch):
+    if gathered is not None:
+        monkeypatch.setattr(ippo, "truncated_grids", lambda num_envs: gathered)
     algo, params, overrides = CASES[case]
-    hp = dict(params, num_steps=16, hidden_layers=[16])
+    hp = dict(params, num_steps=32, hidden_layers=[16])
     tc = make_train_config(tiny_config(algo, hp, **dict(SMALL, **overrides)))
     critic_input = networks.critic_input if algo == "mappo" else None
     env_params = tc.env.default_params
@@ -97,6 +104,10 @@ def test_the_bootstrap_matches_a_value_pass_after_every_step(case):
     caught = np.asarray(agent_terminal)[..., prey] & ~np.asarray(episode_end)[..., None]
     assert truncated.any() and terminated.any() and caught.any()
     assert (~np.asarray(episode_end)).any()
+    per_step = truncated.sum(-1)  # truncated grids per step: every branch of the pass runs
+    assert (per_step == 0).any() and (per_step > 0).any()
+    if gathered is not None:
+        assert ((per_step > 0) & (per_step <= gathered)).any() and (per_step > gathered).any()
 
     for role, traj in trajectories.items():
         rows = tc.agents_of(role)

@@ -17,7 +17,15 @@ from ppage_jax.config.schema import OBSERVATION_READINGS
 from ppage_jax.observations import observation_builders
 from ppage_jax.train import make_train_config
 from ppage_jax.train.algorithms import ippo
-from ppage_jax.train.kit.encoders import Encoder, input_spec, window
+from ppage_jax.train.kit.encoders import (
+    Encoder,
+    SetInput,
+    compact,
+    input_spec,
+    patches3x3,
+    prepare,
+    window,
+)
 
 OBSERVATIONS = {"set": "local_radius", "cnn": "grid"}
 
@@ -164,6 +172,48 @@ def test_slots_that_are_not_present_are_ignored(set_encoder):
         garbage[0, first + 1 : first + 4] = [5.0, -7.0, 3.0]
     garbage[0, agents.start + 1 : agents.start + 6] = 9.0
     np.testing.assert_array_equal(np.asarray(apply(params, garbage)), np.asarray(apply(params, x)))
+
+
+def test_patches3x3_are_the_zero_padded_neighbourhoods_at_the_stride():
+    image = np.arange(2 * 5 * 6 * 2, dtype=np.float32).reshape(2, 5, 6, 2) + 1
+    padded = np.pad(image, [(0, 0), (1, 1), (1, 1), (0, 0)])
+    for stride in (1, 2, 3):
+        got = np.asarray(patches3x3(jnp.asarray(image), stride))
+        rows, cols = range(0, 5, stride), range(0, 6, stride)
+        assert got.shape == (2, len(rows), len(cols), 18)
+        for p, y in enumerate(rows):
+            for q, x in enumerate(cols):  # tap (i, j) in channels (3i + j) * 2 ...
+                want = padded[:, y : y + 3, x : x + 3, :].reshape(2, 18)
+                np.testing.assert_array_equal(got[:, p, q], want)
+    corner = np.asarray(patches3x3(jnp.asarray(image), 2))[0, 0, 0].reshape(3, 3, 2)
+    assert not corner[0].any() and not corner[:, 0].any()  # beyond the edge: zero
+
+
+def test_a_prepared_set_input_is_exact_and_gives_the_same_outputs(set_encoder):
+    """The rollout stores what ``prepare`` builds (side features, uint8 patch counts); the
+    encoder reads it to the same bits as the raw input."""
+    spec, apply, params, x = set_encoder
+    agents = spec.groups[0]
+    x = x.copy()  # an agent that sees another sees it twice in one cell (its slot copied)
+    blocks = x[:, agents.start : agents.stop].reshape(len(x), agents.count, agents.width)
+    row = np.flatnonzero((blocks[..., 0] > 0).any(-1))[0]
+    seen, free = np.flatnonzero(blocks[row, :, 0] > 0)[0], np.flatnonzero(blocks[row, :, 0] == 0)[0]
+    blocks[row, free] = blocks[row, seen]
+    x[:, agents.start : agents.stop] = blocks.reshape(len(x), -1)
+    built = jax.jit(lambda x: prepare(spec, x))(x)
+    inp = jax.jit(lambda x: compact(spec, prepare(spec, x)))(x)
+    assert isinstance(inp, SetInput) and inp.patches.dtype == jnp.uint8 == spec.patch_dtype
+    assert built.patches.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(built.patches), np.asarray(inp.patches, np.float32))
+    np.testing.assert_array_equal(np.asarray(apply(params, built)), np.asarray(apply(params, x)))
+    assert inp.patches.shape == (6, 4, 4, 9 * 5) and inp.side.shape == (6, 4 + 6)
+    obs = jnp.asarray(x[:, : spec.obs_size])
+    patches = np.asarray(patches3x3(window(spec, obs), 2))
+    np.testing.assert_array_equal(np.asarray(inp.patches, np.float32), patches)
+    assert patches.max() == 2  # a count
+    np.testing.assert_array_equal(np.asarray(apply(params, inp)), np.asarray(apply(params, x)))
+    flat = input_spec(small_env("local_only"), None)
+    assert prepare(flat, x) is x and compact(flat, x) is x  # nothing to prepare
 
 
 def test_the_conv_torso_sees_where_things_are():

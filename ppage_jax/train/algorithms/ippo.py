@@ -45,7 +45,16 @@ from ppage_jax.config.hyperparams import TEACHERS, IPPOHyperparams
 from ppage_jax.state import EnvParams, State
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import networks, optim, pg, roles
-from ppage_jax.train.kit.encoders import Encoder, InputSpec, activation_fn, input_spec, scaled_init
+from ppage_jax.train.kit.encoders import (
+    Encoder,
+    InputSpec,
+    SetInput,
+    activation_fn,
+    compact,
+    input_spec,
+    prepare,
+    scaled_init,
+)
 from ppage_jax.train.kit.rollout import EnvCarry, env_reset, env_step, masked_mean
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
@@ -56,8 +65,9 @@ CriticInput = Callable[[TrainConfig, str, State], jax.Array]
 
 # --------------------------------------------------------------------------- network
 class ActorCritic(nn.Module):
-    """Actor and critic: ``(x float[..., F], critic_x) -> (logits [..., nA], value [...])``.
-    Both read ``x`` through one encoder (``spec``; none for ``mlp``), then their own
+    """Actor and critic: ``(x float[..., F], critic_x) -> (logits [..., nA], value [...])``;
+    ``x`` may also be what :func:`~ppage_jax.train.kit.encoders.prepare` made of it (the
+    same outputs). Both read ``x`` through one encoder (``spec``; none for ``mlp``), then their own
     ``hidden_layers``; with ``critic_x`` (a centralised input) the critic reads that instead,
     through its MLP layers. ``actor_only`` skips the critic (value None). With
     ``prior_input`` the actor's layers also read ``prior`` (int actions [...], one-hot; zeros
@@ -77,7 +87,7 @@ class ActorCritic(nn.Module):
     @nn.compact
     def __call__(
         self,
-        x: jax.Array,
+        x: jax.Array | SetInput,
         critic_x: jax.Array | None = None,
         actor_only: bool = False,
         prior: jax.Array | None = None,
@@ -232,7 +242,7 @@ def init(
 class Trajectory:
     """One role's rollout, time-major: [T, E, n_role, ...]."""
 
-    x: jax.Array  # actor (and decentralised critic) input
+    x: jax.Array | SetInput  # actor (and decentralised critic) input, prepared (encoders.prepare)
     critic_x: jax.Array | None  # centralised critic input (None: the critic reads x)
     action: jax.Array
     log_prob: jax.Array
@@ -257,11 +267,12 @@ def policy_actions(
     priors: dict | None = None,
 ) -> tuple[jax.Array, dict]:
     """Actions int32[E, A] for the learning roles (0 elsewhere) and, per role, the
-    (input, critic input, action, log_prob, value) used by the rollout. ``priors``: role ->
-    the residual prior's actions (:func:`actor_logits`)."""
+    (prepared input as stored, critic input, action, log_prob, value) used by the rollout.
+    ``priors``: role -> the residual prior's actions (:func:`actor_logits`)."""
     parts = {}
+    spec = network(tc).spec
     for i, role in enumerate(tc.learning_roles):
-        x = networks.role_input(tc, role, obs)
+        x = prepare(spec, networks.role_input(tc, role, obs))
         c = _critic_x(critic_input, tc, role, state)
         prior = (priors or {}).get(role)
         logits, value = learners[role].apply_fn(learners[role].params, x, c, prior=prior)
@@ -271,7 +282,7 @@ def policy_actions(
         else:
             action = jax.random.categorical(jax.random.fold_in(key, i), logits)
         log_prob, _ = pg.log_prob_entropy(logits, action)
-        parts[role] = (x, c, action, log_prob, value)
+        parts[role] = (compact(spec, x), c, action, log_prob, value)
     return pg.role_actions(tc, {role: p[2] for role, p in parts.items()}, obs), parts
 
 
@@ -287,11 +298,14 @@ def rollout(
     terminated, or the prey was caught) the bootstrap is multiplied by 0 and any finite
     value does; it is ``value[t+1]`` too. Only an agent whose grid was truncated (reset
     while the agent was not terminal) needs ``V(final_obs)`` (``V(final_state)`` for a
-    centralised critic): a step runs that pass, for every grid of the role, only when some
-    grid needs it (``lax.cond``). Under ``vmap`` over seeds ``lax.cond`` becomes a select
-    that runs both branches: the results are the same, the saving is lost; a single
-    (unbatched) run skips the pass on the steps without a truncation.
+    centralised critic): a step runs that pass only when some grid needs it, on the
+    truncated grids alone (gathered, :func:`truncated_grids`) while there are at most
+    ``truncated_grids(E)`` of them, else on every grid (``lax.switch``). Under ``vmap``
+    over seeds the switch becomes a select that runs every branch: the results are the
+    same, the saving is lost; a single (unbatched) run skips the pass on the steps without
+    a truncation and runs it on a few rows on most others.
     """
+    some = truncated_grids(tc.num_envs)
 
     def bootstrap(role: str, obs: jax.Array, state: State) -> jax.Array:
         """V float32[E, n_role] of ``role``'s agents in the states [E] (logits unused)."""
@@ -324,11 +338,21 @@ def rollout(
         out = {}
         for role, (x, c, action, log_prob, value) in parts.items():
             rows = tc.agents_of(role)
-            truncated = step.episode_end[:, None] & ~step.agent_terminal[:, rows]
-            final_value = jax.lax.cond(  # V(final_obs), only where a truncation needs it
-                truncated.any(),
-                lambda role=role: bootstrap(role, step.final_obs, step.final_state),
-                lambda value=value: jnp.zeros_like(value),
+            grids = (step.episode_end[:, None] & ~step.agent_terminal[:, rows]).any(-1)
+            count = grids.sum()
+
+            def gathered(role=role, grids=grids, value=value):
+                index = jnp.nonzero(grids, size=some, fill_value=0)[0]  # extras: grid 0 again
+                part = jax.tree.map(lambda a: a[index], (step.final_obs, step.final_state))
+                return jnp.zeros_like(value).at[index].set(bootstrap(role, *part))
+
+            final_value = jax.lax.switch(  # V(final_obs), only where a truncation needs it
+                jnp.where(count == 0, 0, jnp.where(count <= some, 1, 2)),
+                [
+                    lambda value=value: jnp.zeros_like(value),
+                    gathered,
+                    lambda role=role: bootstrap(role, step.final_obs, step.final_state),
+                ],
             )
             out[role] = Trajectory(
                 x=x,
@@ -358,6 +382,12 @@ def rollout(
 
     trajectories = {role: with_bootstrap(role, traj) for role, traj in trajectories.items()}
     return runner.replace(env=env, key=key), trajectories, finished
+
+
+def truncated_grids(num_envs: int) -> int:
+    """How many truncated grids a rollout step's bootstrap pass gathers (more than that:
+    a pass on every grid): 1/16 of the grids, at least 8 (all of them below 8)."""
+    return min(num_envs, max(8, num_envs // 16))
 
 
 def gae(traj: Trajectory, gamma: float, lam: float) -> tuple[jax.Array, jax.Array]:

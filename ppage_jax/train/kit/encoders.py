@@ -24,9 +24,15 @@ builder declares (:class:`~ppage_jax.observations.ObservationBuilder`):
 
 The features outside the slots (the observer's own block, the wall distances) and whatever
 follows the observation (the one-hot agent id) pass through beside the encoder's output; the
-network's MLP layers come after. A network input is ``float[..., F + extra]``: the scaled
-observation of ``F = env.observation_size`` features (``obs_scale``, undone to read cell
-offsets), then ``extra`` features such as the agent id. Every layer uses a scaled
+network's MLP layers come after. The ``set`` window and its 3x3 patches have no parameters:
+:func:`prepare` builds them once per observation (:class:`SetInput`), so a PPO rollout stores
+them and its update epochs read them back instead of rebuilding them per minibatch (on two
+CPU cores that rebuild was about a third of a minibatch step). A slot's channels are 0/1
+flags, so the patches hold counts and are stored exactly as ``uint8``.
+
+A network input is ``float[..., F + extra]``: the scaled observation of
+``F = env.observation_size`` features (``obs_scale``, undone to read cell offsets), then
+``extra`` features such as the agent id. Every layer uses a scaled
 truncated-normal initialisation: orthogonal initialisation needs a batched QR under ``vmap``, a
 LAPACK kernel that can wedge XLA's CPU thread pool.
 """
@@ -34,12 +40,14 @@ LAPACK kernel that can wedge XLA's CPU thread pool.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from ppage_jax.config.hyperparams import NETWORKS
 from ppage_jax.observations import ObservationBuilder, SlotGroup
@@ -82,6 +90,12 @@ class InputSpec:
         for group in self.groups:
             inside[group.start : group.stop] = True
         return np.flatnonzero(~inside)
+
+    @property
+    def patch_dtype(self) -> jnp.dtype:
+        """How :class:`SetInput` stores the patches: ``uint8`` while every window cell's count
+        (at most the number of slots) fits, else float32."""
+        return jnp.uint8 if sum(g.count for g in self.groups) <= 255 else jnp.float32
 
     @property
     def window_shape(self) -> tuple[int, int, int]:
@@ -141,78 +155,132 @@ def input_spec(env: GridWorld, network: str | None, scale: float = 1.0) -> Input
     return InputSpec(network, observation.size)
 
 
+@struct.dataclass
+class SetInput:
+    """A ``set`` encoder's input with its parameter-free part done (:func:`prepare`): what a
+    rollout stores, so the learning phase does not rebuild the window every epoch.
+
+    ``side`` float[..., S]: the features outside the slots, then the extra ones (agent id);
+    ``patches`` [..., P, P, 9C]: the window's 3x3 neighbourhoods at the convolution's
+    stride-2 positions (:func:`patches3x3`): float32 as :func:`prepare` builds them, in
+    :attr:`InputSpec.patch_dtype` as a rollout stores them (:func:`compact`: counts of 0/1
+    flags, exact in ``uint8``, a quarter of the float bytes to store and shuffle)."""
+
+    side: jax.Array
+    patches: jax.Array
+
+
+def prepare(spec: InputSpec, x: jax.Array) -> jax.Array | SetInput:
+    """What a network reads for ``x float[..., F + extra]``: ``x`` itself, except for ``set``,
+    whose window and patches (no parameters) are built here once (:class:`SetInput`, float32
+    patches; :func:`compact` gives the stored form)."""
+    if spec.network != "set":
+        return x
+    obs, extra = x[..., : spec.obs_size], x[..., spec.obs_size :]
+    side = jnp.concatenate([obs[..., spec.header], extra], axis=-1)
+    return SetInput(side, patches3x3(window(spec, obs), 2))
+
+
+def compact(spec: InputSpec, prepared: jax.Array | SetInput) -> jax.Array | SetInput:
+    """``prepared`` as a rollout stores it: a :class:`SetInput`'s patches in
+    :attr:`InputSpec.patch_dtype` (the counts, exactly), anything else as it is."""
+    if not isinstance(prepared, SetInput) or spec.patch_dtype == jnp.float32:
+        return prepared
+    # counts >= 0: + 0.5 then truncation rounds them (cheaper than jnp.round on XLA's CPU)
+    return prepared.replace(patches=(prepared.patches + 0.5).astype(spec.patch_dtype))
+
+
 class Encoder(nn.Module):
-    """``x float[..., F + extra] -> float[..., D]`` for ``spec`` (``mlp``: ``x`` itself)."""
+    """``x float[..., F + extra] -> float[..., D]`` for ``spec`` (``mlp``: ``x`` itself); a
+    ``set`` encoder also takes the :class:`SetInput` that :func:`prepare` made of ``x``."""
 
     spec: InputSpec
     width: int = 16
     activation: str = "tanh"
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array | SetInput) -> jax.Array:
         spec = self.spec
         if spec.network == "mlp":
             return x
+        if spec.network == "set":
+            inp = x if isinstance(x, SetInput) else prepare(spec, x)
+            return jnp.concatenate([inp.side, self._conv(inp.patches.astype(jnp.float32))], -1)
         obs, extra = x[..., : spec.obs_size], x[..., spec.obs_size :]
-        if spec.network == "cnn":
-            image = obs.reshape((*obs.shape[:-1], *spec.shape))
-            return jnp.concatenate([self._conv(image), extra], axis=-1)
-        return jnp.concatenate(
-            [obs[..., spec.header], extra, self._conv(window(spec, obs))], axis=-1
-        )
+        image = obs.reshape((*obs.shape[:-1], *spec.shape))
+        return jnp.concatenate([self._conv(patches3x3(image, 2)), extra], axis=-1)
 
-    def _conv(self, image: jax.Array) -> jax.Array:
-        h = activation_fn(self.activation)(_conv3x3(image, self.width, 2, "conv"))
-        return h.reshape((*image.shape[:-3], -1))
+    def _conv(self, patches: jax.Array) -> jax.Array:
+        """A 3x3 convolution with zero ("SAME") padding, as a dense layer over its
+        :func:`patches3x3` (im2col): under ``vmap`` over parameter sets it stays a batched
+        matrix product, where XLA's CPU convolution with batched kernels is slow."""
+        dense = nn.Dense(self.width, kernel_init=scaled_init(np.sqrt(2)), name="conv")
+        h = activation_fn(self.activation)(dense(patches))
+        return h.reshape((*patches.shape[:-3], -1))
 
 
 def window(spec: InputSpec, obs: jax.Array) -> jax.Array:
     """The set encoder's egocentric window float[..., 2R+1, 2R+1, C] from scaled observations
     float[..., F]: each present slot's channels summed at the cell of its offset (cell
-    [R + dy, R + dx]), then, with the observer's position, 1 where the cell is off the grid."""
-    raw = obs / spec.scale
+    [R + dy, R + dx]), then, with the observer's position, 1 where the cell is off the grid.
+
+    One scatter-add of every slot into its cell (a slot outside the window, or absent, goes
+    to a spare cell that is dropped): on two CPU cores about 0.6x the time of the one-hot
+    products it replaced (768 observations of ``configs/default``)."""
     lead, side = obs.shape[:-1], 2 * spec.radius + 1
-    cells = jnp.arange(side) - spec.radius
-    own = None if spec.own is None else jnp.round(raw[..., list(spec.own)]).astype(jnp.int32)
-    planes = []
+    raw = obs.reshape(-1, obs.shape[-1]) / spec.scale
+    rows = jnp.arange(raw.shape[0])[:, None]
+    own = None if spec.own is None else jnp.round(raw[:, list(spec.own)]).astype(jnp.int32)
+    flags = sum(len(g.channels) for g in spec.groups)
+    grid = jnp.zeros((raw.shape[0], side * side + 1, flags), obs.dtype)  # + the spare cell
+    first = 0
     for g in spec.groups:
-        slots = raw[..., g.start : g.stop].reshape((*lead, g.count, g.width))
+        slots = raw[:, g.start : g.stop].reshape(-1, g.count, g.width)
         present = (slots != 0).any(-1) if g.present is None else slots[..., g.present] != 0
         offset = jnp.round(slots[..., [g.x, g.y]]).astype(jnp.int32)
         if g.absolute:
-            offset = offset - own[..., None, :]
-        hit_x = (offset[..., 0, None] == cells) & present[..., None]  # [..., count, side]
-        hit_y = (offset[..., 1, None] == cells).astype(obs.dtype)
+            offset = offset - own[:, None, :]
+        seen = present & (jnp.abs(offset) <= spec.radius).all(-1)
+        cell = (offset[..., 1] + spec.radius) * side + offset[..., 0] + spec.radius
         values = jnp.stack(
             [jnp.ones(slots.shape[:-1], obs.dtype) if c < 0 else slots[..., c] for c in g.channels],
             axis=-1,
-        )  # [..., count, C]
-        planes.append(
-            jnp.einsum("...sx,...sy,...sc->...yxc", hit_x.astype(obs.dtype), hit_y, values)
-        )
+        )  # [n, count, C]
+        stop = first + len(g.channels)
+        grid = grid.at[rows, jnp.where(seen, cell, side * side), first:stop].add(values)
+        first = stop
+    planes = [grid[:, :-1].reshape(-1, side, side, flags)]
     if own is not None:
-        x = own[..., 0, None] + cells
-        y = own[..., 1, None] + cells
-        inside = ((x >= 0) & (x < spec.size))[..., None, :] & ((y >= 0) & (y < spec.size))[
-            ..., :, None
-        ]
+        cells = jnp.arange(side) - spec.radius
+        x = own[:, 0, None] + cells
+        y = own[:, 1, None] + cells
+        inside = ((x >= 0) & (x < spec.size))[:, None, :] & ((y >= 0) & (y < spec.size))[:, :, None]
         planes.append((~inside).astype(obs.dtype)[..., None])
-    return jnp.concatenate(planes, axis=-1)
+    out = jnp.concatenate(planes, axis=-1)
+    return out.reshape((*lead, *out.shape[1:]))
 
 
-def _conv3x3(x: jax.Array, features: int, stride: int, name: str) -> jax.Array:
-    """A 3x3 convolution with zero ("SAME") padding over ``x float[..., H, W, C]``, written as
-    a dense layer over the nine shifted views (im2col): under ``vmap`` over parameter sets it
-    stays a batched matrix product, where XLA's CPU convolution with batched kernels is slow."""
-    height, width = x.shape[-3], x.shape[-2]
-    pad = [(0, 0)] * (x.ndim - 3) + [(1, 1), (1, 1), (0, 0)]
-    padded = jnp.pad(x, pad)
-    patches = jnp.concatenate(
-        [
-            padded[..., i : i + height : stride, j : j + width : stride, :]
-            for i in range(3)
-            for j in range(3)
-        ],
-        axis=-1,
-    )  # [..., H', W', 9C]
-    return nn.Dense(features, kernel_init=scaled_init(np.sqrt(2)), name=name)(patches)
+def patches3x3(image: jax.Array, stride: int) -> jax.Array:
+    """The 3x3 neighbourhoods of ``image float[..., H, W, C]`` (zero beyond its edge) at every
+    ``stride``-th position: ``[..., H', W', 9C]``, tap (i, j) in channels ``(3i + j) C ...``.
+    One gather with a static index (a zero appended for the taps beyond the edge)."""
+    height, width, channels = image.shape[-3:]
+    flat = image.reshape((*image.shape[:-3], height * width * channels))
+    flat = jnp.concatenate([flat, jnp.zeros((*flat.shape[:-1], 1), flat.dtype)], axis=-1)
+    return flat[..., _patch_index(height, width, channels, stride)]
+
+
+@functools.cache
+def _patch_index(height: int, width: int, channels: int, stride: int) -> np.ndarray:
+    """int32[H', W', 9C]: where :func:`patches3x3` reads each entry in the flattened image
+    (``H * W * C``: the appended zero)."""
+    rows, cols = range(0, height, stride), range(0, width, stride)
+    index = np.full((len(rows), len(cols), 9, channels), height * width * channels, np.int32)
+    for p, y0 in enumerate(rows):
+        for q, x0 in enumerate(cols):
+            for i in range(3):
+                for j in range(3):
+                    y, x = y0 + i - 1, x0 + j - 1
+                    if 0 <= y < height and 0 <= x < width:
+                        index[p, q, 3 * i + j] = (y * width + x) * channels + np.arange(channels)
+    return index.reshape(len(rows), len(cols), 9 * channels)
