@@ -65,7 +65,7 @@ def every_step_bootstrap(runner, tc, params, critic_input, trajectories):
     "case, gathered",
     [
         ("ippo", 2),  # steps with 1-2 truncated grids gather them; more: a full pass
-        ("ippo", None),  # the default: up to 8 of the 8 grids, always gathered
+        pytest.param("ippo", None, marks=pytest.mark.slow),  # default: all 8 grids gathered
         pytest.param("mappo-prey-with-prior-and-teacher", 2, marks=pytest.mark.slow),
     ],
 )
