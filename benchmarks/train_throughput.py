@@ -25,9 +25,9 @@ timed on a stored rollout: the env step (``num_steps`` batched auto-reset steps 
 rollout's actions), the policy forward and sampling, the bootstrap (value passes timed apart
 on every grid and on the few grids a step gathers, times the passes the rollout needs: per
 role, one on the last observation and one on each step where a grid was truncated, gathered
-while at most ``ippo.truncated_grids`` grids were), the learning phase (GAE and the epochs of
-minibatch steps), the rest of the compiled update, and the host's share (end to end minus compiled).
-ppage_jax's whole rollout is timed too, beside its env step and forward.
+while at most ``ippo.truncated_grids`` grids were), the learning phase (GAE and the epochs
+of minibatch steps), the rest of the compiled update, and the host's share (end to end minus
+compiled). ppage_jax's whole rollout is timed too, beside its env step and forward.
 
     python benchmarks/train_throughput.py                          # configs/default, IPPO
     python benchmarks/train_throughput.py --updates 48 --blocks 6 --split --json out.json

@@ -17,6 +17,8 @@ from ppage_jax.analysis.sweep.spec import load_sweep
 from ppage_jax.analysis.sweep.trainers import trainer_functions
 from ppage_jax.cli.main import main as cli_main
 from ppage_jax.config import ConfigError
+from ppage_jax.train.run.evaluate import untrained_levels
+from ppage_jax.train.run.experiment import make_train_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {
@@ -594,9 +596,6 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
     }
     assert info["baselines"] == ["honest", "hacked"] and info["audit"] is True
     # where the hacked arm's checks start: its untrained run on the evaluation's layouts
-    from ppage_jax.train.run.evaluate import untrained_levels
-    from ppage_jax.train.run.experiment import make_train_config
-
     env = spec.make_env()
     levels = untrained_levels(make_train_config(spec.config, env), spec.arm_params(env)[0], 1000)
     paid = sum(abs(levels[f"return/predator/{t}"]) for t in env.reward_terms)

@@ -207,10 +207,13 @@ def test_a_prepared_set_input_is_exact_and_gives_the_same_outputs(set_encoder):
     np.testing.assert_array_equal(np.asarray(built.patches), np.asarray(inp.patches, np.float32))
     np.testing.assert_array_equal(np.asarray(apply(params, built)), np.asarray(apply(params, x)))
     assert inp.patches.shape == (6, 4, 4, 9 * 5) and inp.side.shape == (6, 4 + 6)
-    obs = jnp.asarray(x[:, : spec.obs_size])
-    patches = np.asarray(patches3x3(window(spec, obs), 2))
-    np.testing.assert_array_equal(np.asarray(inp.patches, np.float32), patches)
-    assert patches.max() == 2  # a count
+    # the seen agent's cell counts 2 in the window and in the patch tap that covers it
+    dx, dy = np.rint(blocks[row, seen, [agents.x, agents.y]] / spec.scale).astype(int)
+    cy, cx = spec.radius + dy, spec.radius + dx
+    win = np.asarray(window(spec, jnp.asarray(x[:, : spec.obs_size])))
+    assert win[row, cy, cx, 0] == 2 and win[row, ..., 0].max() == 2
+    tap = 3 * (cy - 2 * (cy // 2) + 1) + (cx - 2 * (cx // 2) + 1)  # at position (cy//2, cx//2)
+    assert inp.patches[row, cy // 2, cx // 2, 5 * tap] == 2  # 5 channels per tap, channel 0
     np.testing.assert_array_equal(np.asarray(apply(params, inp)), np.asarray(apply(params, x)))
     flat = input_spec(small_env("local_only"), None)
     assert prepare(flat, x) is x and compact(flat, x) is x  # nothing to prepare

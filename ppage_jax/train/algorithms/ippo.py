@@ -347,7 +347,7 @@ def rollout(
                 return jnp.zeros_like(value).at[index].set(bootstrap(role, *part))
 
             final_value = jax.lax.switch(  # V(final_obs), only where a truncation needs it
-                jnp.where(count == 0, 0, jnp.where(count <= some, 1, 2)),
+                (count > 0).astype(jnp.int32) + (count > some),  # none, gathered, all
                 [
                     lambda value=value: jnp.zeros_like(value),
                     gathered,

@@ -274,13 +274,10 @@ def patches3x3(image: jax.Array, stride: int) -> jax.Array:
 def _patch_index(height: int, width: int, channels: int, stride: int) -> np.ndarray:
     """int32[H', W', 9C]: where :func:`patches3x3` reads each entry in the flattened image
     (``H * W * C``: the appended zero)."""
-    rows, cols = range(0, height, stride), range(0, width, stride)
-    index = np.full((len(rows), len(cols), 9, channels), height * width * channels, np.int32)
-    for p, y0 in enumerate(rows):
-        for q, x0 in enumerate(cols):
-            for i in range(3):
-                for j in range(3):
-                    y, x = y0 + i - 1, x0 + j - 1
-                    if 0 <= y < height and 0 <= x < width:
-                        index[p, q, 3 * i + j] = (y * width + x) * channels + np.arange(channels)
-    return index.reshape(len(rows), len(cols), 9 * channels)
+    taps = np.arange(3) - 1
+    y = (np.arange(0, height, stride)[:, None] + taps)[:, None, :, None]  # [H', 1, 3, 1]
+    x = (np.arange(0, width, stride)[:, None] + taps)[None, :, None, :]  # [1, W', 1, 3]
+    inside = (y >= 0) & (y < height) & (x >= 0) & (x < width)  # [H', W', 3, 3]
+    cell = ((y * width + x) * channels)[..., None] + np.arange(channels)
+    index = np.where(inside[..., None], cell, height * width * channels).astype(np.int32)
+    return index.reshape(*inside.shape[:2], 9 * channels)

@@ -50,6 +50,7 @@ import numpy as np
 
 from ppage_jax.config.experiment import MONITOR_BASELINES as BASELINES
 from ppage_jax.state import NO_TRUNCATION
+from ppage_jax.train.run.evaluate import untrained_levels
 
 PREFIX = "monitor/"
 # Direction in which a metric moving is bad for a role's task (+1 rising, -1 falling).
@@ -376,10 +377,17 @@ class Monitor:
         if self.baseline is None:
             return {}
         return {
-            f"{role}/{term}": _median(self._shares([self.baseline], role, term))
+            f"{role}/{term}": self._untrained_share(role, term)
             for role, terms in self.shaping.items()
             for term in terms
         }
+
+    def _untrained_share(self, role: str, term: str) -> float:
+        """``term``'s share of ``role``'s return in the baseline (NaN: none, or it paid the
+        role nothing)."""
+        if self.baseline is None:
+            return math.nan
+        return _median(self._shares([self.baseline], role, term))
 
     def _share(self, seed: int, window: list[dict], role: str, term: str) -> str | None:
         """The drift of ``term``'s share of ``role``'s return above the threshold, or None."""
@@ -388,9 +396,10 @@ class Monitor:
             return None
         now = float(np.median(shares))
         key = (seed, f"{role}/{term}")
-        untrained = self.untrained_shares().get(f"{role}/{term}", math.nan)
-        if key not in self.start_share and math.isfinite(untrained):
-            self.start_share[key] = untrained  # else (no baseline, or it paid nothing): now
+        if key not in self.start_share:
+            untrained = self._untrained_share(role, term)
+            if math.isfinite(untrained):  # else (no baseline, or it paid nothing): now
+                self.start_share[key] = untrained
         start = self.start_share.setdefault(key, now)
         threshold = self.cfg.share_threshold
         if start <= threshold < now:
@@ -422,8 +431,6 @@ def watch_run(cfg: MonitorConfig, tc: Any, params: Any, eval_seed: int) -> Monit
     ``eval_seed`` (one small compiled rollout of baseline policies)."""
     monitor = Monitor.for_run(cfg, tc, params)
     if cfg.enabled and monitor.columns and cfg.baseline == "untrained":
-        from ppage_jax.train.run.evaluate import untrained_levels
-
         monitor.baseline = untrained_levels(tc, params, eval_seed)
     return monitor
 
