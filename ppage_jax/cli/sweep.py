@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ppage_jax import distributed
 from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
-from ppage_jax.analysis.sweep.run import LAYOUTS, run_sweep
-from ppage_jax.analysis.sweep.spec import default_sweep_file, load_sweep
+from ppage_jax.analysis.sweep.run import LAYOUTS, run_scenarios, run_sweep
+from ppage_jax.analysis.sweep.spec import ScenarioSweep, default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
 from ppage_jax.cli.args import EXIT_BAD_INPUT, add_set_argument, positive_int
@@ -163,6 +163,25 @@ def _shared_resumed_source(args: argparse.Namespace) -> dict:
     return found["source"]
 
 
+def _scenario_summary(summary: dict) -> int:
+    """Print a sweep with scenarios' outcome (as :func:`main` does for one sweep)."""
+    out = summary["output_dir"]
+    if summary["stopped"]:
+        print(
+            f"interrupted: kept the finished chunks in {out}; resume with: ppage-jax sweep "
+            f"--resume {out}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    runs = sum(len(s["runs"]) for s in summary["scenarios"].values())
+    print(
+        f"{runs} runs in {len(summary['scenarios'])} scenarios, {summary['seconds']:.1f} s; "
+        f"wrote {out}/<scenario>/ and {out}/report.md"
+    )
+    print(Path(summary["report"]).read_text())
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     if args.chunk_size is not None and args.memory_budget is not None:
         print(
@@ -184,9 +203,13 @@ def main(args: argparse.Namespace) -> int:
     if output is not None:
         overrides["output_dir"] = output
     spec = load_sweep(source["sweep"], overrides, arms=source["arms"])
+    scenarios = isinstance(spec, ScenarioSweep)
     if lead:
+        where = (
+            f", {len(spec.scenarios)} scenarios ({', '.join(spec.scenarios)})" if scenarios else ""
+        )
         print(
-            f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds, terms "
+            f"sweep {spec.path}: {len(spec.arms)} arms x {spec.seeds} seeds{where}, terms "
             f"{list(spec.terms)}, baseline {', '.join(spec.baselines or (spec.baseline,))}",
             file=sys.stderr,
         )
@@ -200,8 +223,7 @@ def main(args: argparse.Namespace) -> int:
         lock,
         StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop,
     ):
-        summary = run_sweep(
-            spec,
+        options = dict(
             progress=not args.no_progress,
             loggers=args.logger,
             resume=args.resume is not None,
@@ -211,9 +233,12 @@ def main(args: argparse.Namespace) -> int:
             memory_budget_bytes=args.memory_budget,
             layout=args.layout,
         )
+        summary = run_scenarios(spec, **options) if scenarios else run_sweep(spec, **options)
     out = summary["output_dir"]
     if not lead:  # process 0 reports
         return EXIT_INTERRUPTED if summary["stopped"] else 0
+    if scenarios:
+        return _scenario_summary(summary)
     if summary["stopped"]:
         done = sum(1 for _ in summary["results"])
         print(

@@ -22,12 +22,13 @@ params}`` plus the vectorised-run keys)::
       checkpoint_every: null  # updates between training checkpoints (null: 5 per run)
       curriculum: {}          # schedules over env steps (ppage_jax.config.curriculum)
       monitor: {enabled: true, window: 20, ...}   # reward-hacking monitor of a run
+      start_from: null        # or {policy: RUN_DIR, seed: 0}: fine-tune that run's policy
+      stagger_starts: false   # true: each grid's first episode starts at a random turn
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config.algorithms import ALGORITHM_PARAMS
@@ -42,6 +43,7 @@ from ppage_jax.config.roles import (
     RUN_CHECKPOINT,
     RUN_CONFIG,
 )
+from ppage_jax.config.shipped import resolve_run_path
 from ppage_jax.types import ROLES
 
 # Where the reward-hacking monitor starts from (experiment.monitor.baseline).
@@ -73,6 +75,8 @@ EXPERIMENT_SCHEMA: dict = {
         1, nullable=True, extra="; null writes about five checkpoints per run"
     ),
     "curriculum": Field(dict, nullable=True),  # checked by validate_curriculum
+    "start_from": Field(dict, nullable=True),  # checked by _start_setting
+    "stagger_starts": Field(bool),
     "monitor": {
         "enabled": Field(bool),
         "window": int_at_least(4),
@@ -83,6 +87,7 @@ EXPERIMENT_SCHEMA: dict = {
         "baseline": Field(
             str, False, lambda v: v in MONITOR_BASELINES, f"one of {list(MONITOR_BASELINES)}"
         ),
+        "min_episodes": int_at_least(1),
     },
 }
 
@@ -98,6 +103,8 @@ EXPERIMENT_DEFAULTS: dict = {
     "output_dir": "runs",
     "checkpoint_every": None,
     "curriculum": {},
+    "start_from": None,
+    "stagger_starts": False,
     "monitor": {
         "enabled": True,
         "window": 20,
@@ -106,6 +113,7 @@ EXPERIMENT_DEFAULTS: dict = {
         "min_change": 0.1,
         "share_threshold": 0.8,
         "baseline": "untrained",
+        "min_episodes": 32,
     },
 }
 
@@ -210,6 +218,9 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
                 f"must be {LEARN!r} or a baseline policy: {baselines}",
             )
 
+    if exp["start_from"] is not None:
+        exp["start_from"] = _start_setting(exp["start_from"], name, fail)
+
     validate_curriculum(data, fail)
 
     train_seeds = range(exp["seed"], exp["seed"] + exp["num_seeds"])
@@ -221,6 +232,28 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
             f"the evaluation seed block [{eval_seeds.start}, {eval_seeds.stop}) must not "
             f"overlap the training seeds [{train_seeds.start}, {train_seeds.stop})",
         )
+
+
+# Algorithms whose learners can start from another run's trained policy (experiment.start_from).
+WARM_START_ALGORITHMS = ("ippo", "mappo")
+
+
+def _start_setting(value: dict, algorithm: str, fail: Callable[..., None]) -> dict:
+    """Check ``experiment.start_from``'s ``{policy: RUN_DIR, seed}`` (the checkpoint is
+    loaded, and matched to this config, by make_train_config)."""
+    dotted = "experiment.start_from"
+    if algorithm not in WARM_START_ALGORITHMS:
+        fail(
+            dotted,
+            value,
+            f"fine-tuning from a trained policy is supported by {list(WARM_START_ALGORITHMS)}, "
+            f"not {algorithm!r}",
+        )
+    if "greedy" in value:
+        fail(f"{dotted}.greedy", value["greedy"], "unknown key; allowed keys: ['policy', 'seed']")
+    setting = _frozen_setting(value, dotted, fail)
+    setting.pop("greedy")
+    return setting
 
 
 def _frozen_setting(value: dict, dotted: str, fail: Callable[..., None]) -> dict:
@@ -247,7 +280,7 @@ def _frozen_setting(value: dict, dotted: str, fail: Callable[..., None]) -> dict
             setting[k] = rule.validate(setting[k])
         except ValueError as err:
             fail(f"{dotted}.{k}", setting[k], str(err))
-    run_dir = Path(setting["policy"])
+    run_dir = resolve_run_path(setting["policy"])
     missing = [f for f in (RUN_CONFIG, RUN_CHECKPOINT) if not (run_dir / f).is_file()]
     if missing:
         fail(

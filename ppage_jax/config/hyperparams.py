@@ -187,7 +187,18 @@ class IPPOHyperparams(EncoderHyperparams):
     appended), each reading the observation through the encoder ``network``, GAE, clipping
     (PureJaxRL style)."""
 
-    anneal_lr: bool = param(True, Field(bool), "decay the learning rate linearly to 0")
+    anneal_lr: bool = param(
+        True,
+        Field(bool),
+        "decay the learning rate linearly to 0 over the run (false: constant, so a longer "
+        "budget extends the curve)",
+    )
+    normalize_returns: bool = param(
+        False,
+        Field(bool),
+        "divide rewards by the running std of the discounted return (SB3's VecNormalize "
+        "reward scaling), so every reward design reaches the learner at a usable scale",
+    )
     update_epochs: int = param(2, positive(int), "passes over each rollout")
     num_minibatches: int = param(
         4, positive(int), "minibatches per epoch (must divide num_envs * num_steps)"

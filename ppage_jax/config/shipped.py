@@ -24,15 +24,8 @@ def shipped_configs() -> list[str]:
     )
 
 
-def resolve_config_path(path: str | os.PathLike) -> Path:
-    """An existing path as given, else the shipped config of that name.
-
-    ``"configs/default"`` also resolves to the shipped ``default`` when no such folder exists
-    relative to the working directory.
-    """
-    given = Path(path)
-    if given.exists():
-        return given
+def _packaged(path: str | os.PathLike) -> Path | None:
+    """The shipped path of that name (``configs/`` prefix optional), or None."""
     name = str(path).replace("\\", "/").strip("/")
     for candidate in (name, name.removeprefix("configs/")):
         packaged = PACKAGED_CONFIGS / candidate
@@ -42,6 +35,30 @@ def resolve_config_path(path: str | os.PathLike) -> Path:
             and packaged.resolve().is_relative_to(PACKAGED_CONFIGS.resolve())
         ):
             return packaged
+    return None
+
+
+def resolve_run_path(path: str | os.PathLike) -> Path:
+    """A run directory as given when it exists, else the shipped one of that name (the
+    studies ship the trained runs their fine-tuning starts from), else as given."""
+    given = Path(path)
+    if given.exists():
+        return given
+    return _packaged(path) or given
+
+
+def resolve_config_path(path: str | os.PathLike) -> Path:
+    """An existing path as given, else the shipped config of that name.
+
+    ``"configs/default"`` also resolves to the shipped ``default`` when no such folder exists
+    relative to the working directory.
+    """
+    given = Path(path)
+    if given.exists():
+        return given
+    packaged = _packaged(path)
+    if packaged is not None:
+        return packaged
     raise ConfigError(
         str(path),
         "<path>",

@@ -14,6 +14,9 @@ from ppage_jax.types import ROLES, pytree_dataclass, static_field
 
 # What a term's applies_to may name: one role, or every agent.
 APPLIES_TO = (*ROLES, "all")
+# A term's declared range of raw values per sub-step: ``(low, high)``, or a function of its
+# params and the grid size giving them (``lambda params, size: (-2.0 * (size - 1), 0.0)``).
+Bounds = tuple[float, float] | Callable[[Mapping[str, float], int], tuple[float, float]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,16 +85,31 @@ class TermSpec:
     applies_to: str
     potential: bool
     doc: str
+    bounds: Bounds | None = None
 
     def defaults(self) -> dict[str, Any]:
         """The declared param defaults as YAML writes them (a Choice's default option)."""
         return {k: (v.default if isinstance(v, Choice) else v) for k, v in self.params.items()}
 
+    def value_bounds(self, params: Mapping[str, float], size: int) -> tuple[float, float] | None:
+        """The raw value's declared range per sub-step for these ``params`` on a ``size`` grid
+        (None when the term declares none)."""
+        if self.bounds is None:
+            return None
+        low, high = self.bounds(params, size) if callable(self.bounds) else self.bounds
+        return float(low), float(high)
+
 
 _TERMS: dict[str, TermSpec] = {}
 
 
-def _register(name: str, potential: bool, params: Mapping[str, Any] | None, applies_to: str):
+def _register(
+    name: str,
+    potential: bool,
+    params: Mapping[str, Any] | None,
+    applies_to: str,
+    bounds: Bounds | None = None,
+):
     if not isinstance(name, str) or not name:
         raise TypeError(f"a reward term name must be a non-empty string, got {name!r}")
     if applies_to not in APPLIES_TO:
@@ -102,27 +120,45 @@ def _register(name: str, potential: bool, params: Mapping[str, Any] | None, appl
             raise TypeError(
                 f"param {key!r} of {name!r}: default must be a number or a Choice, got {default!r}"
             )
+    if bounds is not None and not callable(bounds):
+        ok = isinstance(bounds, tuple) and len(bounds) == 2
+        if not ok or not all(isinstance(b, (int, float)) for b in bounds) or bounds[0] > bounds[1]:
+            raise ValueError(
+                f"bounds of {name!r} must be (low, high) numbers with low <= high, or a "
+                f"function (params, size) -> (low, high); got {bounds!r}"
+            )
 
     def decorator(fn: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
         if not callable(fn):
             raise TypeError(f"reward term {name!r} must be callable, got {fn!r}")
         if name in _TERMS:
             raise ValueError(f"reward term {name!r} is already registered")
-        _TERMS[name] = TermSpec(name, fn, params, applies_to, potential, (fn.__doc__ or "").strip())
+        _TERMS[name] = TermSpec(
+            name, fn, params, applies_to, potential, (fn.__doc__ or "").strip(), bounds
+        )
         declare_term(name, applies_to, [k for k, v in params.items() if not isinstance(v, Choice)])
         return fn
 
     return decorator
 
 
-def register_reward(name: str, *, params: Mapping[str, Any] | None = None, applies_to: str = "all"):
+def register_reward(
+    name: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    applies_to: str = "all",
+    bounds: Bounds | None = None,
+):
     """Register ``term(ctx: RewardContext) -> float32[A]`` (raw, unweighted) as ``name``.
 
     ``params`` declares the term's YAML params and their defaults (numbers, or a
     :class:`Choice`); they reach the term as traced scalars in ``ctx.params``.
     ``applies_to`` is the default role mask (``predator``, ``prey`` or ``all``).
+    ``bounds`` declares the raw value's range per sub-step (:data:`Bounds`), which the
+    reward audit's stall margin reads (the largest payment a sub-step can make) and
+    ``ppage_jax.testing.check_reward_term`` checks.
     """
-    return _register(name, False, params, applies_to)
+    return _register(name, False, params, applies_to, bounds)
 
 
 def register_potential(

@@ -25,14 +25,21 @@ def nearest_distance(positions: jax.Array, targets: jax.Array) -> tuple[jax.Arra
     return jnp.where(any_target, nearest, 0), any_target
 
 
-@register_reward("predator_distance", applies_to="predator")
+def _span(params, size: int) -> float:
+    """The largest Manhattan distance on a ``size`` x ``size`` grid."""
+    return 2.0 * max(size - 1, 1)
+
+
+@register_reward(
+    "predator_distance", applies_to="predator", bounds=lambda p, size: (-_span(p, size), 0.0)
+)
 def predator_distance(ctx: RewardContext) -> jax.Array:
     """Predators: -(Manhattan distance to the nearest uncaptured prey); 0 when none is left."""
     nearest, _ = nearest_distance(ctx.state.positions, ctx.free_prey)
     return jnp.where(ctx.is_predator, -nearest, 0).astype(jnp.float32)
 
 
-@register_reward("predator_closeness", applies_to="predator")
+@register_reward("predator_closeness", applies_to="predator", bounds=(0.0, 1.0))
 def predator_closeness(ctx: RewardContext) -> jax.Array:
     """Predators: +(1 - d / (2 (size - 1))), d the Manhattan distance to the nearest uncaptured
     prey: 1 on its cell, 0 from the far corner; 0 when none is left.
@@ -47,7 +54,9 @@ def predator_closeness(ctx: RewardContext) -> jax.Array:
     return jnp.where(paid, 1.0 - nearest / span, 0.0).astype(jnp.float32)
 
 
-@register_reward("prey_in_range", params={"near": 2.0, "far": 4.0}, applies_to="predator")
+@register_reward(
+    "prey_in_range", params={"near": 2.0, "far": 4.0}, applies_to="predator", bounds=(0.0, 1.0)
+)
 def prey_in_range(ctx: RewardContext) -> jax.Array:
     """Predators: +1 while the nearest uncaptured prey is between ``near`` and ``far`` cells
     away (Manhattan, inclusive); 0 otherwise and when none is left.
@@ -62,7 +71,9 @@ def prey_in_range(ctx: RewardContext) -> jax.Array:
     return held.astype(jnp.float32)
 
 
-@register_reward("predator_cohesion", params={"radius": 1.0}, applies_to="predator")
+@register_reward(
+    "predator_cohesion", params={"radius": 1.0}, applies_to="predator", bounds=(0.0, 1.0)
+)
 def predator_cohesion(ctx: RewardContext) -> jax.Array:
     """Predators: +1 while another predator is within ``radius`` cells (Manhattan,
     inclusive); 0 otherwise and once no uncaptured prey is left.
@@ -77,13 +88,13 @@ def predator_cohesion(ctx: RewardContext) -> jax.Array:
     return (ctx.is_predator & close & ctx.free_prey.any()).astype(jnp.float32)
 
 
-@register_reward("survival", applies_to="prey")
+@register_reward("survival", applies_to="prey", bounds=(0.0, 1.0))
 def survival(ctx: RewardContext) -> jax.Array:
     """+1 to each prey that is still uncaptured after the sub-step."""
     return ctx.free_prey.astype(jnp.float32)
 
 
-@register_reward("prey_distance", applies_to="prey")
+@register_reward("prey_distance", applies_to="prey", bounds=lambda p, size: (0.0, _span(p, size)))
 def prey_distance(ctx: RewardContext) -> jax.Array:
     """Uncaptured prey: +(Manhattan distance to the nearest predator), so farther is better.
 
@@ -94,7 +105,7 @@ def prey_distance(ctx: RewardContext) -> jax.Array:
     return jnp.where(ctx.free_prey, nearest, 0).astype(jnp.float32)
 
 
-@register_reward("capture_proximity", params={"radius": 1.0}, applies_to="all")
+@register_reward("capture_proximity", params={"radius": 1.0}, applies_to="all", bounds=(-1.0, 1.0))
 def capture_proximity(ctx: RewardContext) -> jax.Array:
     """Pressure near a capture, per sub-step, within Manhattan distance ``radius``.
 

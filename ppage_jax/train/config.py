@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,10 @@ class TrainConfig:
     roles: tuple[str, str] = static_field()  # per ROLES: "learn" or a baseline
     config_hash: str = static_field()  # Config.hash(): every section
     policy_hash: str = static_field()  # what the trained policy depends on
+    # experiment.start_from: the trained policy the learners start from (a StartPolicy)
+    start: Any = static_field(default=None)
+    # experiment.stagger_starts: each grid's first episode starts at a random turn
+    stagger_starts: bool = static_field(default=False)
 
     @property
     def steps_per_update(self) -> int:

@@ -248,3 +248,71 @@ def test_bad_audit_inputs(default_env):
     unbounded = default_env.default_params.replace(max_steps=jnp.int32(NO_TRUNCATION))
     with pytest.raises(ValueError, match="max_steps"):
         audit_rewards(default_env, unbounded)
+
+
+# ------------------------------------------------------------------ stall margin
+@pytest.fixture(scope="module")
+def closeness_env():
+    """The default layout paying capture 10 with closeness and potential-based shaping: the
+    three designs below differ only in reward numbers (one compiled rollout)."""
+    return pj.make(
+        "configs/default",
+        {
+            "rewards.base.params": {"capture_reward": 10.0, "step_cost": 0.0},
+            "rewards.shaping": [
+                {"name": "predator_closeness", "weight": 0.0},
+                {"name": "potential_distance", "weight": 0.0},
+            ],
+            "experiment.roles": {"predators": "learn", "preys": "evade"},
+        },
+    )
+
+
+def design(env, closeness=0.0, potential=0.0, cost=0.0):
+    params = env.with_weights(
+        env.default_params, predator_closeness=closeness, potential_distance=potential
+    )
+    return env.with_term_params(params, "base", step_cost=cost)
+
+
+def stall_flags(report):
+    return {f["kind"] for f in report["flags"]} & {"stalling", "stall_margin"}
+
+
+def test_the_stall_margin_from_the_terms_bounds(closeness_env):
+    from ppage_jax.analysis.audit.margin import stall_margins
+
+    free = stall_margins(closeness_env, design(closeness_env, closeness=0.5))["predator"]
+    assert free["margin"] == 0.5 and free["payments"] == {"predator_closeness": 0.5}
+    paid = stall_margins(closeness_env, design(closeness_env, closeness=0.05, cost=0.1))
+    assert paid["predator"]["margin"] == pytest.approx(-0.05)
+    assert paid["predator"]["cost"] == pytest.approx(0.1)
+    # potential-based terms are left out, whatever their weight
+    big = stall_margins(closeness_env, design(closeness_env, potential=50.0))["predator"]
+    assert big["margin"] == 0.0 and big["payments"] == {}
+    # predator_distance pays at most 0 (a cost); at weight -1 it pays up to 2 (size - 1) = 18
+    default = pj.make("configs/default")
+    paid_far = default.with_weights(default.default_params, predator_distance=-1.0)
+    margin = stall_margins(default, paid_far)["predator"]
+    assert margin["payments"]["predator_distance"] == 18.0 and margin["margin"] == 18.0 - 5.0
+
+
+@pytest.mark.parametrize(
+    "closeness, potential, cost, flagged",
+    [
+        (0.0, 0.5, 0.0, False),  # potential-based shaping only
+        (0.0, 5.0, 0.0, False),  # ... at a large weight
+        (0.5, 0.0, 0.0, True),  # closeness 0.5, no cost: paid to keep going
+        (0.05, 0.0, 0.1, False),  # closeness 0.05 outweighed by a cost of 0.1
+    ],
+)
+def test_stalling_flags_follow_the_margin_not_potentials(
+    closeness_env, closeness, potential, cost, flagged
+):
+    params = design(closeness_env, closeness, potential, cost)
+    report = audit_rewards(closeness_env, params, AuditSettings(episodes=EPISODES))
+    assert bool(stall_flags(report)) is flagged
+    if flagged:
+        assert stall_flags(report) == {"stalling", "stall_margin"}
+        assert "stall margin +0.5 > 0" in kinds(report, "stall_margin")[0]["message"]
+    assert "stall margin (analytic" in format_report(report)

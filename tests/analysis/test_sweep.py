@@ -226,7 +226,12 @@ def test_outputs_are_tidy_and_reported(two_by_two):
         f"{prefix}/{check}"
         for prefix in ("monitor", "monitor_first")
         for role, term in (("predator", "predator_distance"), ("prey", "survival"))
-        for check in (f"hacking/{role}", f"episode_length/{role}", f"share/{role}/{term}")
+        for check in (
+            f"hacking/{role}",
+            f"episode_length/{role}",
+            f"share/{role}/{term}",
+            f"drift/{role}",
+        )
     }
     assert {r["metric"] for r in rows if r["arm"] == "base_only"} == metrics - watched
     assert len(rows) == 2 * len(metrics) + 2 * len(metrics - watched)

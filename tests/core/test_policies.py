@@ -222,3 +222,40 @@ def test_intercept_chases_where_the_env_moves_the_prey(default_batch):
     chase_keys = jax.vmap(lambda k: jax.random.split(k)[1])(keys)  # the same tie-breaks
     plain = jax.jit(jax.vmap(chase))(chase_keys, obs, states)
     assert (np.asarray(plain) != np.asarray(got)).any()  # the prediction changes some moves
+
+
+@pytest.mark.parametrize(
+    "actions, blocking, size",
+    [
+        ("discrete_5", True, 16),
+        ("cross", True, 9),
+        ("discrete_9", False, 12),
+        ("discrete_5", True, 40),
+    ],
+)
+def test_distances_at_cells_equal_the_full_search(actions, blocking, size):
+    # the word-per-row search (every grid up to 32 wide) and the full search read where asked
+    env = pj.make(
+        None,
+        {
+            "env.size": size,
+            "env.obstacle_percentage": 30.0,
+            "actions.type": actions,
+            "env.dynamics.block_agents_by_obstacles": blocking,
+            "agents.predators.count": 2,
+            "agents.preys.count": 1,
+        },
+    )
+    keys = jax.random.split(jax.random.PRNGKey(11), 24)
+    _, states = jax.vmap(env.reset)(keys)
+    sources = jax.vmap(lambda s: P._cells_of(env, s, jnp.asarray(env.is_predator)))(states)
+    everywhere = jnp.stack(jnp.meshgrid(jnp.arange(size), jnp.arange(size)), -1)  # [y, x, 2]
+
+    def both(state, src):
+        full = P.bfs_distances(env, state.obstacle_map, src)
+        return full, P.bfs_distances_at(env, state.obstacle_map, src, everywhere)
+
+    full, at = jax.jit(jax.vmap(both))(states, sources)
+    np.testing.assert_array_equal(np.asarray(at), np.asarray(full))
+    assert (np.asarray(full) == size * size).any() == blocking  # walled-off cells
+    assert (np.asarray(full) > 5).any()

@@ -12,7 +12,7 @@ from train_testing import tiny_config, train_seeds
 import ppage_jax as pj
 from ppage_jax.train import make_train_config
 from ppage_jax.train.run.evaluate import evaluate, untrained_levels, untrained_pair
-from ppage_jax.train.run.monitor import Monitor, MonitorConfig, monitor_table, trend
+from ppage_jax.train.run.monitor import Monitor, MonitorConfig, monitor_table, pool_rows, trend
 from ppage_jax.train.run.report import metric_rows
 from ppage_jax.train.run.runner import run_training
 
@@ -150,6 +150,83 @@ def test_a_shaping_share_drifting_above_the_threshold_is_flagged():
         length=lambda u: 10.0,
     )
     assert monitor(window=4, patience=1).observe(high) == []
+
+
+def stall_rows(capture, closeness, episodes=40, n=160) -> list[dict]:
+    """Updates of one seed with ``episodes`` finished each: capture rate ``capture(u)``,
+    the base return its captures (10 each), a closeness payment ``closeness(u)``."""
+    return [
+        {
+            "seed": 0,
+            "update": u,
+            "env_steps": 2048 * u,
+            "active": True,
+            "episodes": episodes,
+            "capture_rate": capture(u),
+            "steps_to_capture": 60.0,
+            "episode_length": 150.0,
+            "return/predator/base": 10.0 * capture(u),
+            "return/predator/predator_distance": closeness(u),
+        }
+        for u in range(1, n + 1)
+    ]
+
+
+def test_a_slow_fall_from_the_peak_while_the_shaped_return_rises_is_flagged():
+    # the shape of a slow stall: captures climb to 0.19 by update 40, then sink by 0.06 over
+    # 120 updates while the closeness pay keeps rising; no 20-block trend sees it
+    def capture(u):
+        return 0.05 + 0.14 * u / 40 if u <= 40 else 0.19 - 0.06 * (u - 40) / 120
+
+    m = Monitor(MonitorConfig(), ["predator"], TERMS, {"predator": ["predator_distance"]})
+    rows = stall_rows(capture, lambda u: 80.0 + 0.4 * u)
+    flags = m.observe(rows)
+    drift = [f for f in flags if f.check == "drift"]
+    assert [r["monitor/drift/predator"] for r in rows] == [0] * 146 + [1] * 14
+    assert [(f.role, f.update) for f in drift] == [("predator", 147)]
+    assert drift[0].detail.startswith("capture rate fell from its peak 0.189 to 0.1")
+    assert "while the shaped return rose" in drift[0].detail
+    assert not [f for f in flags if f.check == "hacking"]  # the trend check misses it
+
+
+@pytest.mark.parametrize(
+    "capture, closeness",
+    [
+        (lambda u: 0.19, lambda u: 80.0 + 0.4 * u),  # flat task, rising pay: no fall
+        (  # the task falls, but the shaped return falls with it (an honest reward)
+            lambda u: 0.05 + 0.14 * u / 40 if u <= 40 else 0.19 - 0.06 * (u - 40) / 120,
+            lambda u: 80.0 - 0.4 * u,
+        ),
+    ],
+)
+def test_no_drift_without_a_fall_or_without_a_rising_shaped_return(capture, closeness):
+    m = Monitor(MonitorConfig(), ["predator"], TERMS, {"predator": ["predator_distance"]})
+    assert [f for f in m.observe(stall_rows(capture, closeness)) if f.check == "drift"] == []
+
+
+def test_updates_are_pooled_by_their_finished_episodes():
+    # one episode an update for 31 updates, then 33: the block closes when 32 have finished,
+    # and its capture rate is the episodes' (32 episodes: 31 at 0, one at 1), not the
+    # updates' mean of means
+    rows = [
+        {"seed": 0, "update": u, "env_steps": u, "episodes": 1, "capture_rate": 0.0}
+        for u in range(1, 32)
+    ]
+    rows.append({"seed": 0, "update": 32, "env_steps": 32, "episodes": 1, "capture_rate": 1.0})
+    m = monitor(window=4)
+    m.observe(rows)
+    (block,) = m.history[0]
+    assert block["update"] == 32 and block["episodes"] == 32.0
+    assert block["capture_rate"] == pytest.approx(1 / 32)
+    heavy = pool_rows(
+        [
+            {"episodes": 1, "capture_rate": 1.0, "steps_to_capture": 10.0},
+            {"episodes": 40, "capture_rate": 0.5, "steps_to_capture": 30.0},
+        ]
+    )
+    assert heavy["capture_rate"] == pytest.approx((1 + 20) / 41)
+    # steps to capture weighs the captured episodes: 1 at 10 turns, 20 at 30
+    assert heavy["steps_to_capture"] == pytest.approx((10 + 20 * 30) / 21)
 
 
 def test_inactive_rows_and_a_disabled_monitor():
@@ -339,4 +416,4 @@ def test_the_default_config_is_not_flagged():
     rows = metric_rows(tc, result.metrics)
     assert len(rows) == 2 * 64
     assert m.observe(rows) == []
-    assert len(m.columns) == 6  # 2 roles x (hacking, episode length, 1 shaping share)
+    assert len(m.columns) == 8  # 2 roles x (hacking, episode length, 1 shaping share, drift)

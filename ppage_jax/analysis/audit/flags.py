@@ -136,7 +136,37 @@ def audit_flags(
 
     flags.extend(_ordering_flags(policies, settings))
     flags.extend(_termination_flags(report["termination"]))
+    flags.extend(_margin_flags(report["stall_margin"]))
     return flags
+
+
+def describe_margin(margin: dict) -> str:
+    """One role's stall margin in words (:func:`ppage_jax.analysis.audit.margin.stall_margins`)."""
+    if margin["unbounded"]:
+        return f"unknown ({', '.join(margin['unbounded'])} declare no bounds)"
+    return (
+        f"{margin['margin']:+.4g} a sub-step (largest direct payment "
+        f"{margin['largest_payment']:.3g}, cost {margin['cost']:.3g})"
+    )
+
+
+def _margin_flags(margins: dict) -> list[dict]:
+    """Predators (whose task ends the episode) with a positive analytic stall margin."""
+    pred = margins.get("predator")
+    if not pred or not pred["margin"] > 0:
+        return []
+    paid = ", ".join(f"{t} up to {v:.3g}" for t, v in pred["payments"].items() if v > 0)
+    return [
+        _flag(
+            "stall_margin",
+            f"predators: a sub-step without a capture can pay {pred['largest_payment']:.3g} "
+            f"({paid}) against a cost of {pred['cost']:.3g}: stall margin "
+            f"{pred['margin']:+.3g} > 0, so keeping the episode going can pay more than "
+            f"ending it with a capture",
+            role="predator",
+            margin=pred["margin"],
+        )
+    ]
 
 
 def _ordering_flags(policies: list[dict], settings: AuditSettings) -> list[dict]:

@@ -4,6 +4,7 @@ check and the flags."""
 
 from __future__ import annotations
 
+from ppage_jax.analysis.audit.flags import describe_margin
 from ppage_jax.analysis.audit.settings import COMPONENT_LABELS, ROLE_TITLES
 from ppage_jax.types import ROLES
 
@@ -104,6 +105,13 @@ def format_report(report: dict) -> str:
                 f"  predators: capturing pays {t['ending_payoff']:.2f}; best "
                 f"continuation without it {t['best_continuation']:.2f}"
             )
+    lines.append("")
+    lines.append(
+        "stall margin (analytic, from the terms' bounds: the largest direct payment a "
+        "sub-step minus the cost a sub-step; potential-based terms left out):"
+    )
+    for role, margin in report.get("stall_margin", {}).items():
+        lines.append(f"  {ROLE_TITLES[role]}: {describe_margin(margin)}")
     lines.append("")
     flags = report["flags"]
     lines.append(f"flags ({len(flags)}):" if flags else "flags: none")

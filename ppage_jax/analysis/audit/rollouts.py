@@ -22,6 +22,7 @@ from ppage_jax.analysis.audit.settings import TERM_COMPONENTS, AuditSettings, Co
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import Turn, episode_keys, play_episodes
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
+from ppage_jax.rewards.registry import get_term
 from ppage_jax.state import NO_TRUNCATION, EnvParams
 
 
@@ -86,6 +87,11 @@ def _make_rollout(
         for v, var in enumerate(variants)
         if var.component.kind == "terminal"
     ]
+    # Potential-based terms telescope: whatever the predators do, their discounted flow from a
+    # state is -phi(state) (plus the potential left at the step limit), and a capture collects
+    # it as well as continuing does. They are left out of the continuation stream, so they
+    # never make continuing look better than capturing.
+    direct = jnp.asarray([not get_term(t).potential for t in env.reward_terms], jnp.float32)
     step_variants = jax.vmap(
         jax.vmap(env.step, in_axes=(0, 0, 0, None)), in_axes=(None, None, None, 0)
     )
@@ -119,7 +125,7 @@ def _make_rollout(
             (paid[:, v, :, :, t] for v, t in terminal),
             jnp.zeros(paid.shape[:1] + paid.shape[2:4], jnp.float32),
         )
-        stream = paid[:, 0].sum(-1) - end_paid  # [turns, N, A]
+        stream = (paid[:, 0] * direct).sum(-1) - end_paid  # [turns, N, A], direct terms only
         # Discounted stream return-to-go G_t = s_t + gamma * G_{t+1}, backwards in time.
         _, to_go = lax.scan(
             lambda g, s: (s + gamma * g, s + gamma * g),

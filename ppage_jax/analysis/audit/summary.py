@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.analysis.audit.flags import audit_flags, gross_magnitudes
+from ppage_jax.analysis.audit.margin import stall_margins
 from ppage_jax.analysis.audit.rollouts import Variant, audit_rollouts
 from ppage_jax.analysis.audit.settings import TASK_TERM, TERM_COMPONENTS, AuditSettings, role_rows
 from ppage_jax.config import Config
@@ -128,6 +129,7 @@ def audit_rewards(
         "policies": [],
         "fire_rates": {},
         "termination": {},
+        "stall_margin": {},
         "flags": [],
     }
     for (pred, prey), raw in results.items():
@@ -136,6 +138,7 @@ def audit_rewards(
         report["policies"].append(entry)
     report["fire_rates"] = fire_rates(env, results, variants)
     report["termination"] = termination(env, results)
+    report["stall_margin"] = stall_margins(env, params)
     report["flags"] = audit_flags(env, params, report, variants, settings)
     return report
 

@@ -10,7 +10,9 @@ a termination incentive, shaping carrying most of a role's pay) and need no more
 ``audit.csv`` rows: ``arm, check, role, term, flagged, detail``: one row per flag the audit
 raised (``flagged`` 1, its role and term where it has one, its message), and one row with
 ``flagged`` 0 for each check that raised nothing for the arm. ``check`` is the audit's own
-flag name (:data:`CHECKS`).
+flag name (:data:`CHECKS`). The ``stall_margin`` rows always hold the predators' analytic
+stall margin as a number in ``detail``'s first word when the arm has predators
+(:mod:`ppage_jax.analysis.audit.margin`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ CHECKS = (
     "shaping_share",
     "early_termination",
     "stalling",
+    "stall_margin",
     "ordering",
     "dominant_term",
     "dead_term",
@@ -63,7 +66,11 @@ def audit_rows(
         raised = {check: [] for check in CHECKS}
         for flag in report["flags"]:
             raised.setdefault(flag["kind"], []).append(flag)
+        margin = report["stall_margin"].get("predator")
         for check, flags in raised.items():
+            if check == "stall_margin" and margin is not None:
+                rows.append((name, check, "predator", "", int(bool(flags)), margin_detail(margin)))
+                continue
             if not flags:
                 rows.append((name, check, "", "", 0, ""))
             for flag in flags:
@@ -72,6 +79,25 @@ def audit_rows(
                     term = f"{term}.{flag['component']}"
                 rows.append((name, check, flag.get("role", ""), term, 1, flag["message"]))
     return rows
+
+
+def margin_detail(margin: dict) -> str:
+    """audit.csv's ``stall_margin`` detail: the margin as a number first, then in words."""
+    from ppage_jax.analysis.audit.flags import describe_margin
+
+    text = describe_margin(margin)
+    return text if not margin["unbounded"] else f"nan {text}"
+
+
+def stall_margin_of(rows: Sequence[dict], arm: str) -> float:
+    """The predators' stall margin of ``arm`` from audit.csv rows (NaN when absent)."""
+    for row in rows:
+        if row["arm"] == arm and row["check"] == "stall_margin" and row["detail"]:
+            try:
+                return float(row["detail"].split()[0])
+            except ValueError:
+                return float("nan")
+    return float("nan")
 
 
 def write_audit(directory: str | Path, rows: Sequence[tuple]) -> Path:

@@ -7,8 +7,15 @@ BFS-evade prey, as the ``random``/``chase`` and ``prey_random``/``prey_evade`` r
 ``ppage-jax run``'s evaluation (:mod:`ppage_jax.train.run.evaluate`). When both roles learn there
 is no fixed opponent to play the baselines against, and no rows are written. The rows use
 the base config's reward (the reward does not change what a fixed policy does) and the
-sweep's evaluation step limit. ``baselines.csv``: ``policy, metric, value`` rows of
-:func:`~ppage_jax.analysis.sweep.metrics.run_metrics`'s task metrics.
+sweep's evaluation step limit.
+
+``baselines.csv``: ``block, baseline, policy, metric, value`` rows of
+:func:`~ppage_jax.analysis.sweep.metrics.run_metrics`'s task metrics: ``block`` is ``eval``
+(the held-out block every run is scored on) or ``checkpoints`` (the fresh block of the
+evaluation curve, ``sweep.checkpoints``), ``baseline`` the row's name (``random``,
+``chase``, ``prey_random``, ``prey_evade``) and ``policy`` its label. The normalised score
+(:mod:`ppage_jax.analysis.family.endpoints`) reads the ``random`` and ``chase`` rows of a
+block.
 """
 
 from __future__ import annotations
@@ -26,14 +33,23 @@ from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams
 
 BASELINES_FILE = "baselines.csv"
-HEADER = ("policy", "metric", "value")
+HEADER = ("block", "baseline", "policy", "metric", "value")
+EVAL_BLOCK, CHECKPOINT_BLOCK = "eval", "checkpoints"
+# (block, baseline, policy label, metric, value)
+BaselineRow = tuple[str, str, str, str, float]
 
 
 def baseline_rows(
-    config, env: GridWorld, params: EnvParams, seed: int, episodes: int, max_steps: int | None
-) -> list[tuple[str, str, float]]:
-    """``(policy, metric, value)`` rows of each baseline on the held-out block
-    ``[seed, seed + episodes)`` (empty unless exactly one role learns)."""
+    config,
+    env: GridWorld,
+    params: EnvParams,
+    seed: int,
+    episodes: int,
+    max_steps: int | None,
+    block: str = EVAL_BLOCK,
+) -> list[BaselineRow]:
+    """The rows of each baseline on the held-out block ``[seed, seed + episodes)`` (empty
+    unless exactly one role learns), labelled ``block``."""
     from ppage_jax.episodes.summary import summarize_episodes
     from ppage_jax.train.run.evaluate import ROWS, describe, evaluate_episodes, step_limit
     from ppage_jax.train.run.experiment import make_train_config
@@ -50,24 +66,40 @@ def baseline_rows(
         label = describe(tc, "predator", pair[0]) + " vs " + describe(tc, "prey", pair[1])
         episodes_of = jax.tree.map(lambda a: np.asarray(a)[0], played[name])
         summary = summarize_episodes(episodes_of, env, horizon=horizon, reps=0)
-        rows += [(label, metric, float(summary[metric])) for metric in EPISODE_METRICS]
+        rows += [(block, name, label, metric, float(summary[metric])) for metric in EPISODE_METRICS]
     return rows
 
 
-def write_baselines(directory: str | Path, rows: list[tuple[str, str, float]]) -> Path:
+def write_baselines(directory: str | Path, rows: list[BaselineRow]) -> Path:
     """``directory/baselines.csv`` (atomically; NaN as an empty cell)."""
     path = Path(directory) / BASELINES_FILE
-    write_text(path, csv_text(HEADER, [(p, m, cell(v)) for p, m, v in rows]))
+    write_text(path, csv_text(HEADER, [(*r[:4], cell(r[4])) for r in rows]))
     return path
 
 
-def read_baselines(path: str | Path) -> dict[str, dict[str, float]]:
-    """baselines.csv -> ``{policy: {metric: value}}`` (empty when the file is absent)."""
+def _rows(path: str | Path) -> list[dict[str, str]]:
     path = Path(path)
     if not path.is_file():
-        return {}
-    table: dict[str, dict[str, float]] = {}
+        return []
     with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
+        return list(csv.DictReader(fh))
+
+
+def read_baselines(path: str | Path, block: str = EVAL_BLOCK) -> dict[str, dict[str, float]]:
+    """baselines.csv -> ``{policy label: {metric: value}}`` of one block (empty when the
+    file is absent)."""
+    table: dict[str, dict[str, float]] = {}
+    for row in _rows(path):
+        if row.get("block", EVAL_BLOCK) == block:
             table.setdefault(row["policy"], {})[row["metric"]] = float_value(row["value"])
+    return table
+
+
+def baseline_levels(path: str | Path, block: str = EVAL_BLOCK) -> dict[str, dict[str, float]]:
+    """baselines.csv -> ``{baseline name: {metric: value}}`` of one block (``random``,
+    ``chase``, ...; empty when the file is absent)."""
+    table: dict[str, dict[str, float]] = {}
+    for row in _rows(path):
+        if row.get("block", EVAL_BLOCK) == block and row.get("baseline"):
+            table.setdefault(row["baseline"], {})[row["metric"]] = float_value(row["value"])
     return table

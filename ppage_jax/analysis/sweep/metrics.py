@@ -19,7 +19,11 @@ EPISODE_METRICS = (
     "truncated_share",
     "episode_length",
     "steps_to_capture",
+    "captures",
 )
+# The evaluation curve's metrics (sweep.checkpoints), as curve rows ``checkpoint/<metric>``.
+CHECKPOINT_METRICS = ("rmst", "capture_rate", "episode_length", "captures")
+CHECKPOINT_PREFIX = "checkpoint/"
 
 
 def run_metrics(
@@ -63,7 +67,7 @@ def curve_rows(
         else:
             flat[prefix] = np.asarray(node)
 
-    walk("", metrics)
+    walk("", {k: v for k, v in metrics.items() if k != "checkpoints"})
     active = flat.pop("active", None)
     returns = flat.pop("returns", None)
     updates = (
@@ -83,4 +87,31 @@ def curve_rows(
             for r, role in enumerate(ROLES):
                 for t, term in enumerate(env.reward_terms):
                     rows.append((u + 1, steps, f"return/{role}/{term}", float(returns[u, r, t])))
+    return rows
+
+
+def checkpoint_rows(
+    checks: dict[str, Any], horizon: float, updates: int, env_steps_per_update: int
+) -> list[tuple[int, int, str, float]]:
+    """``(update, env_steps, "checkpoint/<metric>", value)`` rows of one run's evaluation
+    curve: ``checks`` holds [checkpoints, episodes] arrays (``metrics["checkpoints"]``) of a
+    run of ``updates`` updates, checkpoint ``k`` taken after update ``(k + 1) * updates /
+    checkpoints``; RMST censored at ``horizon``."""
+    from ppage_jax.stats.survival import rmst
+
+    terminated = np.asarray(checks["terminated"], bool)
+    lengths = np.asarray(checks["episode_length"], np.float64)
+    captures = np.asarray(checks["captures"], np.float64)
+    count = terminated.shape[0]
+    rows = []
+    for k in range(count):
+        update = (k + 1) * updates // count
+        values = {
+            "rmst": float(rmst(lengths[k], terminated[k], horizon)),
+            "capture_rate": float(terminated[k].mean()),
+            "episode_length": float(lengths[k].mean()),
+            "captures": float(captures[k].mean()),
+        }
+        steps = update * env_steps_per_update
+        rows += [(update, steps, CHECKPOINT_PREFIX + m, values[m]) for m in CHECKPOINT_METRICS]
     return rows

@@ -18,63 +18,37 @@ run before training (audit.csv) and the reward-hacking monitor's flags per arm (
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ppage_jax.analysis.family.endpoints import HEADLINE
+from ppage_jax.analysis.family.report import (
+    analysis_of,
+    family_lines,
+    write_scenario_report,
+)
 from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit
 from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, read_baselines
+from ppage_jax.analysis.sweep.curves import captured_counts, weighted_band
 from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
 from ppage_jax.analysis.sweep.monitoring import FIRST
-from ppage_jax.analysis.sweep.writer import float_value
+from ppage_jax.analysis.sweep.writer import read_curves, read_results
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.stats import bootstrap as stats
 from ppage_jax.train.run.monitor import CHECKS, PREFIX
 
-# metric -> (label, higher is better), in the table's order
-HEADLINE = {
-    "rmst": ("RMST: mean turns to capture, censored", False),
-    "km_median": ("KM median turns to capture", False),
-    "capture_rate": ("capture rate", True),
-    "truncated_share": ("share hitting the step limit", False),
-    "episode_length": ("episode length (turns)", False),
-    "base_return/predator": ("base return, predator", True),
-    "base_return/prey": ("base return, prey", True),
-}
 # Shown after the headline, labelled: biased towards arms whose slow episodes never end.
 DIAGNOSTICS = {
     "steps_to_capture": ("steps to capture, captured episodes only (survivor-biased)", False),
 }
 CURVES = ("capture_rate", "episode_length", "return/predator/base", "return/prey/base")
+# The evaluation curve (sweep.checkpoints), plotted when the sweep has one.
+CHECKPOINT_CURVES = ("checkpoint/rmst", "checkpoint/capture_rate")
 BOOTSTRAP_REPS = 2000
-
-
-def read_results(path: Path) -> dict[str, dict[str, dict[int, float]]]:
-    """results.csv -> {metric: {arm: {seed: value}}}."""
-    table: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    with open(path, newline="") as fh:
-        for row in csv.DictReader(fh):
-            table[row["metric"]][row["arm"]][int(row["seed"])] = float_value(row["value"])
-    return table
-
-
-def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]:
-    """curves.csv (or a gzipped ``curves.csv.gz``) -> {metric: {arm: {seed: {env_steps:
-    value}}}}."""
-    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", newline="") as fh:
-        for row in csv.DictReader(fh):
-            table[row["metric"]][row["arm"]][int(row["seed"])][int(row["env_steps"])] = float_value(
-                row["value"]
-            )
-    return table
 
 
 def _finite(values) -> np.ndarray:
@@ -143,6 +117,8 @@ def write_report(output_dir: str | Path) -> Path:
     """Write report.md, headline.png and curves.png into ``output_dir``; return report.md."""
     out = Path(output_dir)
     info = json.loads((out / "sweep.json").read_text())
+    if isinstance(info.get("scenarios"), dict):  # a sweep with scenarios
+        return write_scenario_report(out)
     results = read_results(out / "results.csv")
     curves = read_curves(out / "curves.csv") if (out / "curves.csv").exists() else {}
     arms = list(info["arms"])
@@ -203,6 +179,7 @@ def write_report(output_dir: str | Path) -> Path:
     ]
     lines += metric_table(head, HEADLINE, references)
     lines += baseline_lines(read_baselines(out / BASELINES_FILE))
+    lines += family_lines(out, analysis_of(info))
     if diagnostics:
         lines += [
             "",
@@ -479,23 +456,6 @@ def km_median_lines(results: dict, arms: list[str], cap: int | None) -> list[str
     return lines
 
 
-def curve_band(
-    by_seed: dict[int, dict[int, float]], reps: int = 500
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(env_steps, mean, low, high) over seeds at each step; the band is a 95 % bootstrap
-    CI of the mean (a single seed gives a zero-width band)."""
-    steps = sorted({s for series in by_seed.values() for s in series})
-    mean, low, high = [], [], []
-    for s in steps:
-        values = _finite(series[s] for series in by_seed.values() if s in series)
-        if not values.size:
-            mean.append(np.nan), low.append(np.nan), high.append(np.nan)
-            continue
-        ci = stats.bootstrap_ci(values, "mean", reps=reps)
-        mean.append(ci.point), low.append(ci.low), high.append(ci.high)
-    return np.asarray(steps), np.asarray(mean), np.asarray(low), np.asarray(high)
-
-
 def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
     from ppage_jax.viz import figures as plt  # off-screen figures; no global backend switch
 
@@ -520,7 +480,7 @@ def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
         plt.close(fig)
     shown = [  # a curve that is zero in every arm (a role that is paid nothing) is left out
         m
-        for m in CURVES
+        for m in (*CURVES, *CHECKPOINT_CURVES)
         if m in curves
         and any(v for arm in curves[m].values() for run in arm.values() for v in run.values())
     ]
@@ -530,15 +490,34 @@ def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
             for arm in arms:
                 if arm not in curves[metric]:
                     continue
-                steps, mean, low, high = curve_band(curves[metric][arm])
-                ax.plot(steps, mean, label=arm)
+                steps, mean, low, high = arm_curve(curves, metric, arm)
+                ax.plot(steps, mean, label=arm, marker="o" if metric in CHECKPOINT_CURVES else "")
                 ax.fill_between(steps, low, high, alpha=0.25)
             ax.set_title(metric, fontsize=9)
             ax.set_xlabel("env steps per seed", fontsize=8)
         axes[0][0].legend(fontsize=7)
-        fig.suptitle("Learning curves: mean over seeds, 95 % bootstrap band", fontsize=10)
+        fig.suptitle(
+            "Learning curves: each seed weighted by the episodes that finished, mean over "
+            "seeds, 95 % bootstrap band (checkpoint/: the evaluation curve)",
+            fontsize=9,
+        )
         fig.tight_layout()
         paths.append(out / "curves.png")
         save_figure(fig, paths[-1], dpi=110)
         plt.close(fig)
     return paths
+
+
+def arm_curve(
+    curves: dict, metric: str, arm: str, bins: int = 24
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(env_steps, mean, low, high)`` of one arm's curve of ``metric``: training metrics
+    weighted by the episodes that finished (:func:`weighted_band`), the evaluation curve's
+    checkpoints (each already a whole block of episodes) as they are."""
+    by_seed = curves[metric][arm]
+    if metric.startswith("checkpoint/"):
+        ones = {seed: {s: 1.0 for s in series} for seed, series in by_seed.items()}
+        return weighted_band(by_seed, ones, bins=len({s for v in ones.values() for s in v}))
+    episodes = curves.get("episodes", {}).get(arm, {})
+    captures = captured_counts(curves, arm) if metric == "steps_to_capture" else None
+    return weighted_band(by_seed, episodes, bins, captures)

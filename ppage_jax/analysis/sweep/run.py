@@ -36,6 +36,7 @@ chunking), ``metrics`` (per-run numbers), ``monitoring`` (the reward-hacking mon
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import time
@@ -48,9 +49,18 @@ import numpy as np
 from jax.sharding import Mesh
 
 from ppage_jax import distributed
+from ppage_jax.analysis.family.endpoints import DERIVED, NoHeadroom, score_scale
+from ppage_jax.analysis.family.paired import COMPARISONS_FILE
 from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, audit_rows, write_audit
-from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, baseline_rows, write_baselines
-from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
+from ppage_jax.analysis.sweep.baselines import (
+    BASELINES_FILE,
+    CHECKPOINT_BLOCK,
+    EVAL_BLOCK,
+    baseline_levels,
+    baseline_rows,
+    write_baselines,
+)
+from ppage_jax.analysis.sweep.metrics import checkpoint_rows, curve_rows, run_metrics
 from ppage_jax.analysis.sweep.monitoring import arm_monitors, describe_monitors, monitor_run
 from ppage_jax.analysis.sweep.program import (
     MEMORY_BUDGET_ENV,
@@ -61,10 +71,20 @@ from ppage_jax.analysis.sweep.program import (
     stack_runs,
     take,
 )
-from ppage_jax.analysis.sweep.spec import SweepSpec
+from ppage_jax.analysis.sweep.spec import ScenarioSweep, SweepSpec
 from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn, trainer_functions
-from ppage_jax.analysis.sweep.writer import FollowerWriter, SweepWriter, open_sweep_writer
-from ppage_jax.artifacts import fault
+from ppage_jax.analysis.sweep.writer import (
+    DESCRIPTION,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    FollowerWriter,
+    SweepWriter,
+    identity_hash,
+    open_sweep_writer,
+    resumed_manifest,
+)
+from ppage_jax.artifacts import clear_output, fault, prepare_output_dir, write_json
+from ppage_jax.config import ConfigError
 from ppage_jax.env import GridWorld
 from ppage_jax.sharding import make_mesh, shard_global, to_host
 from ppage_jax.state import EnvParams
@@ -207,19 +227,40 @@ def audit_stage(plan: SweepPlan) -> None:
 
 
 def baselines_stage(plan: SweepPlan) -> None:
-    """baselines.csv: the fixed baselines on the held-out layouts (kept on resume)."""
-    if (plan.out_dir / BASELINES_FILE).is_file():
+    """baselines.csv: the fixed baselines on the held-out layouts, and on the checkpoint
+    block when the sweep has one (kept on resume); then the headroom the declared analysis
+    needs (:func:`check_headroom`)."""
+    path = plan.out_dir / BASELINES_FILE
+    if not path.is_file():
+        spec, env = plan.spec, plan.env
+        blocks = [(EVAL_BLOCK, spec.eval_seed, spec.eval_episodes)]
+        if spec.checkpoints is not None:
+            points = spec.checkpoints
+            blocks.append((CHECKPOINT_BLOCK, points.seed, points.episodes))
+        rows = []
+        for block, seed, episodes in blocks:
+            rows += baseline_rows(
+                spec.config, env, env.default_params, seed, episodes, spec.eval_max_steps, block
+            )
+        write_baselines(plan.out_dir, rows)
+    check_headroom(plan.spec, path)
+
+
+def check_headroom(spec: SweepSpec, path: Path) -> None:
+    """A ConfigError at ``sweep.analysis.endpoint`` when the declared analysis reads the
+    normalised score (``score``, ``auc``) and the baselines in ``path`` leave no headroom
+    between random and the scripted policy (:func:`score_scale`), before anything trains."""
+    needs = [e for e in spec.analysis.endpoints if e in DERIVED]
+    if not spec.analysis.declared or not needs:
         return
-    spec, env = plan.spec, plan.env
-    rows = baseline_rows(
-        spec.config,
-        env,
-        env.default_params,
-        spec.eval_seed,
-        spec.eval_episodes,
-        spec.eval_max_steps,
-    )
-    write_baselines(plan.out_dir, rows)
+    block = CHECKPOINT_BLOCK if needs == ["auc"] else EVAL_BLOCK
+    where = f"scenario {spec.scenario}: " if spec.scenario else ""
+    try:
+        score_scale(baseline_levels(path, block), where)
+        if "auc" in needs:
+            score_scale(baseline_levels(path, CHECKPOINT_BLOCK), where)
+    except NoHeadroom as err:
+        raise ConfigError(spec.path, "sweep.analysis.endpoint", needs[0], str(err)) from None
 
 
 def before_training(plan: SweepPlan, writer: Writer, monitors: dict) -> None:
@@ -354,8 +395,14 @@ def score_runs(
     for j in range(count):
         arm, seed = plan.runs[first + j]
         result = run_metrics(plan.env, take(episodes, j), plan.horizon)
-        curve = curve_rows(plan.env, take(metrics, j), plan.env_steps_per_update)
+        run = take(metrics, j)
+        curve = curve_rows(plan.env, run, plan.env_steps_per_update)
         result.update(monitor_run(monitors[arm], seed, curve))
+        if "checkpoints" in run:  # the evaluation curve (sweep.checkpoints)
+            updates = int(np.asarray(run["active"]).shape[0])
+            curve += checkpoint_rows(
+                run["checkpoints"], plan.horizon, updates, plan.env_steps_per_update
+            )
         scored.append((arm, seed, result, curve))
     return scored
 
@@ -407,6 +454,79 @@ def stop_signal(should_stop: Callable[[], bool] | None) -> Callable[[], bool]:
     process stops at the same chunk."""
     asked = (lambda: False) if should_stop is None else should_stop
     return lambda: distributed.any_process(asked())
+
+
+def run_scenarios(
+    spec: ScenarioSweep,
+    output_dir: str | Path | None = None,
+    report: bool = True,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    source: dict | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Run a sweep with ``scenarios``: each scenario's sweep in turn, in its own directory
+    ``OUT/<scenario>`` (:func:`run_sweep`, with ``kwargs``), then the family's analysis over
+    all of them at the top (report.md, comparisons.csv). The top directory's manifest.json
+    holds the identity of the whole (every scenario's) and ``source``, for ``--resume``; a
+    resumed scenario sweep resumes where its own manifest is, and starts where none is yet.
+
+    Returns ``{"scenarios": {name: run_sweep's summary}, "seconds", "output_dir",
+    "stopped", "report"}``, the summaries of the scenarios that ran (it stops at the first
+    one that stops)."""
+    out = prepare_output_dir(Path(output_dir or spec.output_dir), "sweep directory")
+    lead = distributed.is_writer()
+    names = (MANIFEST, DESCRIPTION, "report.md", COMPARISONS_FILE, *spec.scenarios)
+    identity = identity_hash(
+        {
+            name: {k: v for k, v in sub.describe().items() if k not in ("sweep", "config")}
+            for name, sub in spec.scenarios.items()
+        }
+    )
+    if lead:
+        if resume:
+            resumed_manifest(out, identity)
+        else:
+            clear_output(out, names, "sweep", overwrite, f"--resume {out}")
+            write_json(
+                out / MANIFEST,
+                {"format": MANIFEST_FORMAT, "identity": identity, "source": source},
+                indent=1,
+            )
+    summaries, seconds, stopped = {}, 0.0, False
+    for name, sub in spec.scenarios.items():
+        where = out / name
+        again = resume and (where / MANIFEST).is_file()
+        summary = run_sweep(
+            sub, output_dir=where, report=report, resume=again, overwrite=False, **kwargs
+        )
+        summaries[name] = summary
+        seconds += _recorded_seconds(where)
+        if summary["stopped"]:
+            stopped = True
+            break
+    result: dict[str, Any] = {
+        "scenarios": summaries,
+        "seconds": seconds,
+        "output_dir": str(out),
+        "stopped": stopped,
+    }
+    if lead:
+        write_json(out / DESCRIPTION, dict(spec.describe(), seconds=round(seconds, 2)), indent=2)
+        if report and not stopped:
+            from ppage_jax.analysis.sweep.report import write_report
+
+            result["report"] = str(write_report(out))
+    return result
+
+
+def _recorded_seconds(directory: Path) -> float:
+    """The ``seconds`` a sweep directory's sweep.json records (0 when none)."""
+    try:
+        return float(json.loads((directory / DESCRIPTION).read_text()).get("seconds") or 0.0)
+    except (OSError, ValueError):
+        return 0.0
 
 
 def run_sweep(

@@ -19,6 +19,13 @@ A sweep file holds one top-level key, ``sweep``::
       eval: {seed: 1000000, episodes: 256, max_steps: null, policy: greedy}   # held-out block
       chunk_size: null                  # runs per compiled call (null: as many as fit)
       output_dir: runs/sweeps/ablation  # default: runs/sweeps/<file name>
+      checkpoints: {count: 8, episodes: 128, seed: 2000000}   # an evaluation curve (optional)
+      scenarios:                        # optional: the same arms and seeds in each scenario
+        small: {env.size: 8, env.termination.max_steps: 50}   # overrides of `set` (any key)
+        large: {}
+      analysis:                         # declared before the run (analysis/sweep/family.py)
+        endpoint: score
+        comparisons: [[both, base_only]]
 
 Arms may differ only in ``rewards`` and in traced training hyperparameters
 (``hyperparams: {learning_rate: 3.0e-4, ent_coef: 0.0}``: step sizes, loss coefficients,
@@ -31,6 +38,15 @@ traced). The sweep's ``seeds``, ``train_seed`` and ``eval`` replace the config's
 ``experiment`` (algorithm, budget, roles) configures every run. Paths in the file are
 relative to the file's directory (then to the current directory, then to this repository's
 root).
+
+``checkpoints`` scores every run's policy at ``count`` evenly spaced points of its training
+(the last at the end) on a block of its own, ``episodes`` fresh layouts from ``seed``, with
+the random and scripted baselines on the same block: ``checkpoints.csv`` and the ``auc``
+endpoint. ``scenarios`` repeats the sweep in each scenario, every one its own compiled
+program and its own sweep directory (``OUTPUT_DIR/<scenario>/``), and its arms are named
+``scenario/arm`` in ``analysis`` (:class:`ScenarioSweep`). ``analysis`` declares the primary
+endpoint, the family of paired comparisons and the prediction
+(:mod:`ppage_jax.analysis.family.declare`); the report tests exactly those.
 """
 
 from __future__ import annotations
@@ -40,6 +56,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ppage_jax.analysis.family.declare import AnalysisSpec, read_analysis
 from ppage_jax.analysis.sweep.reading import (
     REPO_ROOT,
     SpecReader,
@@ -65,7 +82,11 @@ SWEEP_KEYS = (
     "chunk_size",
     "output_dir",
     "audit",
+    "checkpoints",
+    "scenarios",
+    "analysis",
 )
+CHECKPOINT_KEYS = ("count", "episodes", "seed")
 ARM_KEYS = ("config", "weights", "disable", "params", "applies_to", "hyperparams")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
 ABLATION_DIR = "configs/ablation"
@@ -83,6 +104,16 @@ class Arm:
     source: str
     # traced training hyperparameters this arm sets (ppage_jax.train.kit.traced)
     hyperparams: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointSpec:
+    """``sweep.checkpoints``: ``count`` evaluations over training, each of ``episodes``
+    layouts from ``seed`` (a block of its own)."""
+
+    count: int
+    episodes: int
+    seed: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +135,9 @@ class SweepSpec:
     # every reference arm of P(improvement), ``baseline`` first (``sweep.baseline`` as a list)
     baselines: tuple[str, ...] = ()
     audit: bool = True  # run the reward audit of every arm before training
+    checkpoints: CheckpointSpec | None = None
+    analysis: AnalysisSpec = AnalysisSpec()
+    scenario: str | None = None  # its scenario's name, in a ScenarioSweep
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -164,6 +198,53 @@ class SweepSpec:
             "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
             "eval_max_steps": self.eval_max_steps,
             "eval_policy": self.eval_policy,
+            "checkpoints": dataclasses.asdict(self.checkpoints) if self.checkpoints else None,
+            "analysis": self.analysis.describe(),
+            "scenario": self.scenario,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class ScenarioSweep:
+    """A sweep file with ``scenarios``: one :class:`SweepSpec` per scenario (its own program
+    and directory, ``output_dir/<scenario>``), the same arms and seeds in each, and one
+    analysis over them all (arms named ``scenario/arm``)."""
+
+    path: str
+    scenarios: dict[str, SweepSpec]
+    analysis: AnalysisSpec
+    output_dir: str
+
+    def _first(self) -> SweepSpec:
+        return next(iter(self.scenarios.values()))
+
+    @property
+    def arms(self) -> tuple[Arm, ...]:
+        return self._first().arms
+
+    @property
+    def seeds(self) -> int:
+        return self._first().seeds
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return self._first().terms
+
+    @property
+    def baselines(self) -> tuple[str, ...]:
+        return self._first().baselines
+
+    @property
+    def baseline(self) -> str:
+        return self._first().baseline
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "sweep": self.path,
+            "scenarios": {name: spec.output_dir for name, spec in self.scenarios.items()},
+            "arms": [arm.name for arm in self.arms],
+            "seeds": self.seeds,
+            "analysis": self.analysis.describe(),
         }
 
 
@@ -189,8 +270,9 @@ def union_entries(arms: Iterable[Arm]) -> list[TermEntry]:
 
 def load_sweep(
     path: str | Path | None = None, overrides: dict | None = None, arms: list[str] | None = None
-) -> SweepSpec:
-    """Read and validate a sweep file (``None``: PPAGE's four-condition ablation).
+) -> SweepSpec | ScenarioSweep:
+    """Read and validate a sweep file (``None``: PPAGE's four-condition ablation); a file
+    with ``scenarios`` gives a :class:`ScenarioSweep`.
 
     ``overrides`` replace top-level sweep keys (``{"seeds": 2}``); a ``set`` override is
     merged into the file's ``set``. ``arms`` keeps only those arms (and the baselines). Every
@@ -201,9 +283,38 @@ def load_sweep(
         raw, base = {"sweep": {}}, Path.cwd()
     else:
         read, raw, base = open_spec_file(path, "sweep")
-    source = read.path
     body = read.section(raw, "sweep", SWEEP_KEYS, overrides)
+    output_dir = body.get("output_dir", "runs/sweeps/" + (Path(path).stem if path else "ablation"))
+    if not isinstance(output_dir, str) or not output_dir:
+        read.fail("sweep.output_dir", output_dir, "must be a directory path")
+    if "scenarios" not in body:
+        spec = _read_body(read, body, base, arms, path)
+        analysis = read_analysis(read, body.get("analysis"), [a.name for a in spec.arms])
+        return dataclasses.replace(spec, analysis=analysis)
+    scenarios = read.mapping("sweep.scenarios", body["scenarios"])
+    if not scenarios:
+        read.fail("sweep.scenarios", scenarios, "must name at least one scenario")
+    specs = {}
+    sets = read.mapping("sweep.set", body.get("set"))
+    for name, extra in scenarios.items():
+        if not is_safe_name(name):
+            read.fail("sweep.scenarios", name, f"a scenario name must be a string {NAME_RULE}")
+        extra = read.mapping(f"sweep.scenarios.{name}", extra)
+        scenario_body = dict(body, set={**sets, **extra}, output_dir=f"{output_dir}/{name}")
+        spec = _read_body(read, scenario_body, base, arms, path)
+        specs[name] = dataclasses.replace(spec, scenario=name)
+    labels = [f"{name}/{arm.name}" for name in specs for arm in specs[name].arms]
+    analysis = read_analysis(read, body.get("analysis"), labels)
+    specs = {k: dataclasses.replace(v, analysis=analysis) for k, v in specs.items()}
+    return ScenarioSweep(read.path, specs, analysis, output_dir)
 
+
+def _read_body(
+    read: SpecReader, body: dict, base: Path, arms: list[str] | None, path: str | Path | None
+) -> SweepSpec:
+    """One :class:`SweepSpec` from a sweep file's section (a scenario's, in a file with
+    ``scenarios``), its ``analysis`` left at the default."""
+    source = read.path
     config_dir = read.resolve("sweep.config", body.get("config", f"{ABLATION_DIR}/both"), base)
     sets = read.mapping("sweep.set", body.get("set"))
     config = load_config(config_dir, sets)
@@ -249,18 +360,17 @@ def load_sweep(
     train_seed = read.integer("sweep.train_seed", body.get("train_seed", 0), 0)
     ev = read.mapping("sweep.eval", body.get("eval"), EVAL_KEYS)
     evaluation = read_eval(read, "sweep.eval", ev, config, episodes=256)
-    check_disjoint(
-        read,
-        [
-            ("sweep.train_seed", train_seed, seeds, "the training seeds"),
-            ("sweep.eval.seed", evaluation.seed, evaluation.episodes, "the evaluation block"),
-        ],
-    )
+    checkpoints = _read_checkpoints(read, body.get("checkpoints"), config)
+    blocks = [
+        ("sweep.train_seed", train_seed, seeds, "the training seeds"),
+        ("sweep.eval.seed", evaluation.seed, evaluation.episodes, "the evaluation block"),
+    ]
+    if checkpoints is not None:
+        blocks.append(
+            ("sweep.checkpoints.seed", checkpoints.seed, checkpoints.episodes, "the checkpoints")
+        )
+    check_disjoint(read, blocks)
     chunk = read.integer("sweep.chunk_size", body.get("chunk_size"), 1, True)
-    output_dir = body.get("output_dir", "runs/sweeps/" + (Path(path).stem if path else "ablation"))
-    if not isinstance(output_dir, str) or not output_dir:
-        read.fail("sweep.output_dir", output_dir, "must be a directory path")
-
     shared = shared_config(config, arms, sets)
     return SweepSpec(
         path=source,
@@ -274,10 +384,38 @@ def load_sweep(
         eval_max_steps=evaluation.max_steps,
         eval_policy=evaluation.policy,
         chunk_size=chunk,
-        output_dir=output_dir,
+        output_dir=body["output_dir"] if "output_dir" in body else _default_output(path),
         baselines=tuple(dict.fromkeys(baselines)),
         audit=audit,
+        checkpoints=checkpoints,
     )
+
+
+def _default_output(path: str | Path | None) -> str:
+    return "runs/sweeps/" + (Path(path).stem if path else "ablation")
+
+
+def _read_checkpoints(read: SpecReader, raw: Any, config: Config) -> CheckpointSpec | None:
+    """``sweep.checkpoints`` (None when absent): ``count`` must divide the run's updates."""
+    if raw is None:
+        return None
+    where = "sweep.checkpoints"
+    body = read.mapping(where, raw, CHECKPOINT_KEYS)
+    spec = CheckpointSpec(
+        read.integer(f"{where}.count", body.get("count", 8), 1),
+        read.integer(f"{where}.episodes", body.get("episodes", 128), 1),
+        read.integer(f"{where}.seed", body.get("seed", 2_000_000), 0),
+    )
+    from ppage_jax.train.run.experiment import make_train_config
+
+    updates = make_train_config(config).num_updates
+    if updates % spec.count:
+        read.fail(
+            f"{where}.count",
+            spec.count,
+            f"must divide the run's {updates} updates (checkpoints are evenly spaced)",
+        )
+    return spec
 
 
 def read_arm(

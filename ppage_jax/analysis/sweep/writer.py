@@ -23,10 +23,12 @@ With several processes (:mod:`ppage_jax.distributed`) only process 0 touches the
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
 import math
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,28 @@ def csv_text(header: tuple[str, ...], rows: Iterable[tuple]) -> str:
     writer.writerow(header)
     writer.writerows(rows)
     return out.getvalue()
+
+
+def read_results(path: Path) -> dict[str, dict[str, dict[int, float]]]:
+    """results.csv -> {metric: {arm: {seed: value}}}."""
+    table: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            table[row["metric"]][row["arm"]][int(row["seed"])] = float_value(row["value"])
+    return table
+
+
+def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]:
+    """curves.csv (or a gzipped ``curves.csv.gz``) -> {metric: {arm: {seed: {env_steps:
+    value}}}}."""
+    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", newline="") as fh:
+        for row in csv.DictReader(fh):
+            table[row["metric"]][row["arm"]][int(row["seed"])][int(row["env_steps"])] = float_value(
+                row["value"]
+            )
+    return table
 
 
 class SweepWriter:

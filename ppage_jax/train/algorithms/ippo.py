@@ -55,6 +55,7 @@ from ppage_jax.train.kit.encoders import (
     prepare,
     scaled_init,
 )
+from ppage_jax.train.kit.return_scale import normalise, return_scale_init
 from ppage_jax.train.kit.rollout import EnvCarry, env_reset, env_step, masked_mean
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
@@ -138,6 +139,8 @@ class RunnerState:
     env: EnvCarry
     key: jax.Array
     progress: Progress
+    # role -> ReturnScale with ``normalize_returns`` (:mod:`.return_scale`), else empty
+    scales: dict = struct.field(default_factory=dict)
 
 
 def optimizer(tc: TrainConfig) -> optax.GradientTransformation:
@@ -227,14 +230,19 @@ def init(
         x = networks.role_input(tc, role, env.obs[0])
         c = _critic_x(critic_input, tc, role, first)
         prior = jnp.zeros(x.shape[:-1], jnp.int32) if tc.hp.prior is not None else None
-        learners[role] = TrainState.create(
-            apply_fn=net.apply,
-            params=net.init(
-                jax.random.fold_in(k_net, i), x, None if c is None else c[0], prior=prior
-            ),
-            tx=optimizer(tc),
+        weights = net.init(
+            jax.random.fold_in(k_net, i), x, None if c is None else c[0], prior=prior
         )
-    return RunnerState(learners, env, key, progress.progress_init())
+        if tc.start is not None:  # experiment.start_from: fine-tune that run's policy
+            weights = jax.tree.map(jnp.asarray, tc.start.weights[role])
+        learners[role] = TrainState.create(apply_fn=net.apply, params=weights, tx=optimizer(tc))
+    scales = {}
+    if tc.hp.normalize_returns:
+        scales = {
+            role: return_scale_init((tc.num_envs, len(tc.agents_of(role))))
+            for role in tc.learning_roles
+        }
+    return RunnerState(learners, env, key, progress.progress_init(), scales)
 
 
 # --------------------------------------------------------------------------- rollout
@@ -317,7 +325,7 @@ def rollout(
         )[1]
 
     def one_step(carry, _):
-        env, key = carry
+        env, key, scales = carry
         key, k_act, k_fixed, k_env = jax.random.split(key, 4)
         # Streams of their own that leave the others as they are without a prior or teacher.
         priors = guide_actions(
@@ -335,9 +343,15 @@ def rollout(
         )
         actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = env_step(tc, k_env, env, actions, params, tc.hp.gamma)
-        out = {}
+        out, scales = {}, dict(scales)
         for role, (x, c, action, log_prob, value) in parts.items():
             rows = tc.agents_of(role)
+            reward = step.reward[:, rows] * tc.hp.reward_scale
+            if role in scales:  # the running return-scale normaliser
+                ended = step.agent_terminal[:, rows] | step.episode_end[:, None]
+                scales[role], reward = normalise(
+                    scales[role], reward, step.valid[:, rows], ended, tc.hp.gamma
+                )
             grids = (step.episode_end[:, None] & ~step.agent_terminal[:, rows]).any(-1)
             count = grids.sum()
 
@@ -361,17 +375,17 @@ def rollout(
                 log_prob=log_prob,
                 value=value,
                 next_value=final_value,  # the bootstrap where truncated; set after the scan
-                reward=step.reward[:, rows] * tc.hp.reward_scale,
+                reward=reward,
                 agent_terminal=step.agent_terminal[:, rows],
                 episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
                 valid=step.valid[:, rows],
                 teacher_action=taught.get(role),
                 prior_action=priors.get(role),
             )
-        return (env, key), (out, step.finished)
+        return (env, key, scales), (out, step.finished)
 
-    (env, key), (trajectories, finished) = jax.lax.scan(
-        one_step, (runner.env, runner.key), None, length=tc.hp.num_steps
+    (env, key, scales), (trajectories, finished) = jax.lax.scan(
+        one_step, (runner.env, runner.key, runner.scales), None, length=tc.hp.num_steps
     )
 
     def with_bootstrap(role: str, traj: Trajectory) -> Trajectory:
@@ -381,7 +395,7 @@ def rollout(
         return traj.replace(next_value=jnp.where(truncated, traj.next_value, following))
 
     trajectories = {role: with_bootstrap(role, traj) for role, traj in trajectories.items()}
-    return runner.replace(env=env, key=key), trajectories, finished
+    return runner.replace(env=env, key=key, scales=scales), trajectories, finished
 
 
 def truncated_grids(num_envs: int) -> int:

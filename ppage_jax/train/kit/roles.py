@@ -118,3 +118,21 @@ class FrozenPolicy(str):
             return acts(tc, frozen, key, own, state)
 
         return act
+
+
+class StartPolicy(str):
+    """The trained policy a run's learners start from (``experiment.start_from``): its
+    label (``"policy RUN_DIR (seed S, checkpoint DIGEST)"``, so equal labels mean equal
+    weights and a TrainConfig holding one stays a valid static jit argument) and its
+    ``weights``, the policy_state of one seed (NumPy leaves) that the algorithm's ``init``
+    puts in place of the random initialisation. The optimiser starts fresh."""
+
+    run_dir: str
+    seed: int
+    weights: Any
+    digest: str
+
+    def __new__(cls, label: str, **fields: Any) -> StartPolicy:
+        obj = super().__new__(cls, label)
+        obj.__dict__.update(fields)
+        return obj

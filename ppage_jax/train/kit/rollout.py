@@ -20,7 +20,7 @@ import numpy as np
 
 from ppage_jax.episodes.stats import EpisodeStats, episode_stats_init, episode_stats_update
 from ppage_jax.sharding import batch_sharding, make_mesh
-from ppage_jax.state import EnvParams, State
+from ppage_jax.state import NO_TRUNCATION, EnvParams, State
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.types import pytree_dataclass
 from ppage_jax.wrappers import BatchedAutoResetEnv
@@ -49,6 +49,10 @@ class Step:
     finished: dict  # episode_stats_update's `finished`, per grid
 
 
+# The random stream of the staggered starts: fold_in(reset key, STAGGER_STREAM).
+STAGGER_STREAM = 7_919
+
+
 def _auto_reset(tc: TrainConfig) -> BatchedAutoResetEnv:
     return BatchedAutoResetEnv(tc.env, tc.num_envs)
 
@@ -66,8 +70,18 @@ def shard_envs(tree: Any) -> Any:
 
 
 def env_reset(tc: TrainConfig, key: jax.Array, params: EnvParams) -> EnvCarry:
-    """Reset ``tc.num_envs`` grids."""
+    """Reset ``tc.num_envs`` grids. With ``tc.stagger_starts`` each grid's turn counter
+    starts at a uniform random turn below the step limit, so the first episodes end at
+    different turns and the grids' truncations never come in waves (the first episode of a
+    grid is that much shorter; later ones are whole)."""
     obs, state = _auto_reset(tc).reset(key, params)
+    if tc.stagger_starts:
+        limit = jnp.asarray(params.max_steps, jnp.int32)
+        start = jax.random.randint(
+            jax.random.fold_in(key, STAGGER_STREAM), (tc.num_envs,), 0, jnp.maximum(limit, 1)
+        )
+        finite = limit < NO_TRUNCATION
+        state = state.replace(turn=jnp.where(finite, start, state.turn).astype(state.turn.dtype))
     return shard_envs(EnvCarry(obs, state, episode_stats_init(tc.env, (tc.num_envs,))))
 
 

@@ -19,9 +19,10 @@ from ppage_jax.config import Config, ConfigError, load_config, notice
 from ppage_jax.config.algorithms import algorithm_params
 from ppage_jax.config.hyperparams import from_params
 from ppage_jax.config.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
+from ppage_jax.config.shipped import resolve_run_path
 from ppage_jax.defaults import SECTIONS
 from ppage_jax.train.config import TrainConfig, num_updates_for
-from ppage_jax.train.kit.roles import FrozenPolicy
+from ppage_jax.train.kit.roles import FrozenPolicy, StartPolicy
 from ppage_jax.train.protocol import acting_one
 from ppage_jax.train.registry import algorithm
 from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
@@ -56,6 +57,66 @@ def make_train_config(config: Config, env=None) -> TrainConfig:
         roles=role_settings(config, env),
         config_hash=config.hash(),
         policy_hash=policy_hash(config),
+        start=start_policy(config, exp["start_from"], env, name),
+        stagger_starts=bool(exp["stagger_starts"]),
+    )
+
+
+def start_policy(
+    config: Config, setting: dict | None, env: GridWorld, algorithm_name: str
+) -> StartPolicy | None:
+    """``experiment.start_from``'s trained policy (None when unset): seed ``setting["seed"]``
+    of the run directory ``setting["policy"]``, which must have trained the same algorithm
+    with the same networks on the same layout. Its checkpoint is loaded against this config
+    (:func:`load_checkpoint` refuses other shapes, naming the first array that differs); a
+    ConfigError at ``experiment.start_from`` otherwise."""
+    if setting is None:
+        return None
+    key = "experiment.start_from"
+    source = config.source_of(key)
+    run_dir = resolve_run_path(setting["policy"])
+
+    def fail(what: str, value: Any, allowed: str) -> ConfigError:
+        return ConfigError(source, what, value, allowed)
+
+    started = load_run_config(
+        run_dir,
+        lambda err: fail(
+            f"{key}.policy",
+            str(run_dir),
+            f"must be a run directory written by ppage-jax run ({err})",
+        ),
+    )
+    theirs = started["experiment"]["algorithm"]["name"]
+    if theirs != algorithm_name:
+        raise fail(
+            f"{key}.policy",
+            str(run_dir),
+            f"that run trained {theirs!r}, this config {algorithm_name!r}",
+        )
+    mine = config.with_overrides({"experiment.start_from": None})
+    tc = make_train_config(mine, env)
+    checkpoint = run_dir / RUN_CHECKPOINT
+    try:
+        stacked = load_checkpoint(checkpoint, tc)
+    except (CheckpointError, OSError) as err:
+        raise fail(f"{key}.policy", str(run_dir), f"its checkpoint does not load: {err}") from None
+    num_seeds = int(jax.tree.leaves(stacked)[0].shape[0])
+    seed = setting["seed"]
+    if not 0 <= seed < num_seeds:
+        raise fail(
+            f"{key}.seed",
+            seed,
+            f"must be in [0, {num_seeds}) (that run trained {num_seeds} seed(s))",
+        )
+    weights = jax.tree.map(lambda a: np.asarray(a[seed]), stacked)
+    digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()[:12]
+    return StartPolicy(
+        f"policy {run_dir} (seed {seed}, checkpoint {digest})",
+        run_dir=str(run_dir),
+        seed=seed,
+        weights=weights,
+        digest=digest,
     )
 
 
@@ -115,7 +176,7 @@ def frozen_policy(
     setting = {**FROZEN_DEFAULTS, **setting}
     key = key or f"experiment.roles.{ROLE_KEYS[ROLES.index(role)]}"
     source = config.source_of(key)
-    run_dir = Path(setting["policy"])
+    run_dir = resolve_run_path(setting["policy"])
 
     def fail(what: str, value: Any, allowed: str) -> ConfigError:
         return ConfigError(source, f"{key}.{what}", value, allowed)

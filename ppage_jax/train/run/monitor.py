@@ -13,7 +13,19 @@ paid, summed) over the last ``window`` active updates with the task metrics, and
   ``min_change``, window medians against the start): prey paid per turn alive that learn to
   evade see their survival share grow, and that is not hacking. The time to capture of the
   captured episodes is survivor-biased (it shortens as captures become rare) and is no
-  evidence of a gain here; the capture rate, the base return and the episode length are.
+  evidence of a gain here; the capture rate, the base return and the episode length are;
+- ``drift``: the task has fallen from its running peak while the shaped return rose: the
+  role's capture rate (survival for prey) over the last ``window`` blocks is below its
+  best window so far (one that ended at least a window earlier) by ``min_change`` of it,
+  one-sided two-proportion z-test ``p < alpha`` on the episodes' counts, and the shaped
+  return is above the peak window's by ``min_change`` of its magnitude. A slow stall, a
+  fall spread over a hundred updates that no 20-update trend sees, is caught here.
+
+The checks read **episode-weighted** inputs: consecutive updates of a seed are pooled into
+blocks holding at least ``min_episodes`` finished episodes, and a block's capture rate,
+episode length and returns are the means over its episodes (an update in which one episode
+finished weighs one episode, not as much as one in which forty did). Windows count blocks.
+A row without an ``episodes`` count is a block of its own.
 
 The start (``baseline``) is, by default (``untrained``), the untrained run: the learning
 roles playing uniformly random actions (what a freshly initialised policy plays) against the
@@ -63,6 +75,7 @@ CHECKS = {
     "hacking": "shaped return up while the task gets worse",
     "episode_length": "shaped return up, episode length against the task",
     "share": "shaping term's share of the return drifted above {threshold:g}",
+    "drift": "task fell from its running peak while the shaped return rose",
 }
 # Metrics that are no evidence of a task gain: the time to capture of the captured episodes
 # only shortens when captures become rare (the quick ones are what is left). The capture rate
@@ -83,6 +96,7 @@ class MonitorConfig:
     min_change: float = 0.1
     share_threshold: float = 0.8
     baseline: str = "untrained"
+    min_episodes: int = 32
 
     def __post_init__(self):
         if self.baseline not in BASELINES:
@@ -155,6 +169,45 @@ def trend(values: Sequence[float], cfg: MonitorConfig, absolute: bool = False) -
     return Trend(int(np.sign(change)), float(tau.statistic), float(change))
 
 
+def _episodes(row: Mapping) -> float:
+    """A row's finished episodes (0 when it has no finite count)."""
+    value = float(row.get("episodes", 0) or 0)
+    return value if math.isfinite(value) and value > 0 else 0.0
+
+
+def pool_rows(rows: Sequence[Mapping]) -> dict:
+    """One block from consecutive metrics rows of a seed: the last row's ``seed``,
+    ``update`` and ``env_steps``, the episodes summed, and every other number the mean over
+    the rows' episodes (``steps_to_capture`` over their captured episodes); a row without an
+    ``episodes`` count weighs 1."""
+    last = rows[-1]
+    block: dict[str, Any] = {k: last[k] for k in ("seed", "update", "env_steps") if k in last}
+    counted = all("episodes" in r for r in rows)
+    weights = [(_episodes(r) if counted else 1.0) for r in rows]
+    block["episodes"] = float(sum(weights)) if counted else float(len(rows))
+    names = dict.fromkeys(
+        k for r in rows for k in r if k not in block and k != "active" and not k.startswith(PREFIX)
+    )
+    for name in names:
+        values, w = [], []
+        for r, weight in zip(rows, weights, strict=True):
+            value = r.get(name)
+            if isinstance(value, (bool, str)) or value is None:
+                continue
+            value = float(value)
+            if name == "steps_to_capture":
+                weight *= float(r.get("capture_rate", math.nan))
+            if math.isfinite(value) and math.isfinite(weight) and weight > 0:
+                values.append(value), w.append(weight)
+        block[name] = float(np.average(values, weights=w)) if w else math.nan
+    return block
+
+
+def _normal_sf(z: float) -> float:
+    """P(Z > z) of a standard normal."""
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
 def _median(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return float(np.median(finite)) if finite else math.nan
@@ -221,7 +274,11 @@ class Monitor:
             if shaped:
                 self.columns += [column("hacking", role), column("episode_length", role)]
                 self.columns += [column("share", role, t) for t in shaped]
-        self.history: dict[int, list[dict]] = {}
+                self.columns.append(column("drift", role))
+        self.history: dict[int, list[dict]] = {}  # pooled blocks per seed
+        self.pending: dict[int, list[dict]] = {}  # updates not yet pooled into a block
+        self.status: dict[tuple[int, str], int] = {}  # the last block's flag per column
+        self.windows: dict[tuple[int, str], list[dict]] = {}  # drift: every window's task
         self.streak: dict[tuple[int, str], int] = {}
         self.start_share: dict[tuple[int, str], float] = {}
         self.start_levels: dict[tuple[int, str], dict[str, float]] = {}
@@ -256,7 +313,8 @@ class Monitor:
     # ------------------------------------------------------------------ per row
     def observe(self, rows: Iterable[dict]) -> list[Flag]:
         """Add the monitor columns to each row (in place) and return the flags raised for
-        the first time. Inactive rows get zeros and are not part of any window."""
+        the first time. Inactive rows get zeros and are not part of any block; a row that
+        does not close a block keeps its seed's last block's columns."""
         new = []
         for row in rows:
             for name in self.columns:
@@ -266,15 +324,21 @@ class Monitor:
             if int(row.get("update", self.warmup + 1)) <= self.warmup:
                 continue
             seed = int(row.get("seed", 0))
+            block = self._pool(seed, row)
+            if block is None:
+                for name in self.columns:
+                    row[name] = self.status.get((seed, name), 0)
+                continue
             history = self.history.setdefault(seed, [])
-            history.append(row)
+            history.append(block)
             window = history[-self.cfg.window :]
             if len(window) < self.cfg.window:
                 continue
             for name, detail in self._conditions(seed, window).items():
                 key = (seed, name)
                 self.streak[key] = self.streak.get(key, 0) + 1 if detail else 0
-                if self.streak[key] >= self.cfg.patience:
+                self.status[key] = int(self.streak[key] >= self.cfg.patience)
+                if self.status[key]:
                     row[name] = 1
                     if not any(f.seed == seed and f.column == name for f in self.flags):
                         check, role, *term = name[len(PREFIX) :].split("/")
@@ -290,6 +354,18 @@ class Monitor:
                         self.flags.append(flag)
                         new.append(flag)
         return new
+
+    def _pool(self, seed: int, row: dict) -> dict | None:
+        """The block ``row`` closes (:func:`pool_rows` of the seed's pending updates), or
+        None while fewer than ``min_episodes`` episodes have finished in them."""
+        if "episodes" not in row:
+            return pool_rows([row])
+        pending = self.pending.setdefault(seed, [])
+        pending.append(row)
+        if sum(_episodes(r) for r in pending) < self.cfg.min_episodes:
+            return None
+        self.pending[seed] = []
+        return pool_rows(pending)
 
     def _series(self, window: list[dict], role: str, name: str) -> list[float]:
         if name == "shaped":
@@ -358,7 +434,50 @@ class Monitor:
         for term in shaped_terms:
             drift = self._share(seed, window, role, term)
             out[column("share", role, term)] = None if improved else drift
+        out[column("drift", role)] = self._peak_drift(seed, window, role)
         return out
+
+    def _peak_drift(self, seed: int, window: list[dict], role: str) -> str | None:
+        """The fall of ``role``'s task from its running peak while the shaped return rose
+        (the ``drift`` check), or None. The peak is the best window whose last block came
+        at least a window before this one's first (the two share no episode)."""
+        sign = -TASK_BAD[role]["capture_rate"]  # +1: captures are the role's task
+        episodes = np.asarray([_episodes(b) for b in window], np.float64)
+        rates = np.asarray([float(b.get("capture_rate", math.nan)) for b in window])
+        keep = np.isfinite(rates) & (episodes > 0)
+        n = float(episodes[keep].sum())
+        if n == 0:
+            return None
+        rate = float((rates[keep] * episodes[keep]).sum() / n)
+        shaped = self._series(window, role, "shaped")
+        now = {
+            "level": rate if sign > 0 else 1.0 - rate,
+            "n": n,
+            "shaped": float(np.average(np.asarray(shaped)[keep], weights=episodes[keep])),
+            "end": len(self.history[seed]),
+        }
+        seen = self.windows.setdefault((seed, role), [])
+        seen.append(now)
+        usable = [c for c in seen if c["end"] <= now["end"] - self.cfg.window]
+        peak = max(usable, key=lambda c: c["level"], default=None)
+        if peak is None:
+            return None
+        fall = peak["level"] - now["level"]
+        if not (peak["level"] > 0 and fall >= self.cfg.min_change * peak["level"]):
+            return None
+        pooled = (peak["level"] * peak["n"] + now["level"] * now["n"]) / (peak["n"] + now["n"])
+        se = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / peak["n"] + 1 / now["n"]))
+        if not _normal_sf(fall / se) < self.cfg.alpha:
+            return None
+        rise = now["shaped"] - peak["shaped"]
+        if not rise >= self.cfg.min_change * max(abs(peak["shaped"]), 1e-9):
+            return None
+        what = "capture rate" if sign > 0 else "survival rate"
+        return (
+            f"{what} fell from its peak {peak['level']:.3f} to {now['level']:.3f} "
+            f"({peak['n']:.0f} and {now['n']:.0f} episodes) while the shaped return rose "
+            f"from {peak['shaped']:.3g} to {now['shaped']:.3g}"
+        )
 
     def _shares(self, rows: Sequence[Mapping], role: str, term: str) -> list[float]:
         """``term``'s share of ``role``'s return in each row that paid the role anything."""

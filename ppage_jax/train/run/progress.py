@@ -37,6 +37,7 @@ def episode_metrics(tc: TrainConfig, finished: Mapping[str, jax.Array]) -> dict[
 
     ``capture_rate`` is the fraction of finished episodes that ended by capture (terminated)
     within the step limit; ``steps_to_capture`` the mean length of those episodes;
+    ``captures`` the mean number of prey captured per finished episode;
     ``returns`` float32[2, T] the mean per-term return per agent of each role (rows in
     ROLES order; NaN for a role without agents). Means over no episodes are NaN.
     """
@@ -63,6 +64,7 @@ def episode_metrics(tc: TrainConfig, finished: Mapping[str, jax.Array]) -> dict[
         "steps_to_capture": mean(
             jnp.where(captured, finished["length"], 0).sum().astype(jnp.float32), n_captured
         ),
+        "captures": mean(finished["captures"].sum().astype(jnp.float32), n_done),
         "returns": jnp.stack(returns),
     }
 
@@ -151,6 +153,38 @@ def train_loop(
     now, hyper, _ = apply_schedules(curriculum, params, hyperparams, jnp.int32(0))
     runner = init(key, bind(tc, hyper), now)
     return run_updates(update, runner, tc, params, tc.num_updates, curriculum, hyperparams)
+
+
+def train_segments(
+    init: InitFn,
+    update: UpdateFn,
+    key: jax.Array,
+    tc: TrainConfig,
+    params: EnvParams,
+    segments: int,
+    between: Callable[[Any], Any],
+    curriculum: Curriculum | None = None,
+    hyperparams: TracedHyperparams | None = None,
+) -> tuple[Any, dict, Any]:
+    """:func:`train_loop` in ``segments`` equal parts (``tc.num_updates`` must divide by
+    it), calling ``between(runner)`` after each: ``(runner, metrics, checks)`` with the
+    metrics stacked per update as :func:`train_loop` gives them and ``between``'s outputs
+    stacked per segment (an evaluation curve: the policy scored at evenly spaced points of
+    its training). The runner passes through ``between`` unchanged, so the run is the same
+    as without it."""
+    if segments < 1 or tc.num_updates % segments:
+        raise ValueError(f"{tc.num_updates} updates do not split into {segments} equal segments")
+    now, hyper, _ = apply_schedules(curriculum, params, hyperparams, jnp.int32(0))
+    runner = init(key, bind(tc, hyper), now)
+    per = tc.num_updates // segments
+
+    def segment(runner, _):
+        runner, metrics = run_updates(update, runner, tc, params, per, curriculum, hyperparams)
+        return runner, (metrics, between(runner))
+
+    runner, (metrics, checks) = lax.scan(segment, runner, None, length=segments)
+    metrics = jax.tree.map(lambda a: a.reshape((segments * per,) + a.shape[2:]), metrics)
+    return runner, metrics, checks
 
 
 def trainer(init: InitFn, update: UpdateFn, what: str) -> Callable[..., tuple[Any, dict]]:
