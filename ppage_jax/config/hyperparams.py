@@ -193,7 +193,7 @@ class IPPOHyperparams(EncoderHyperparams):
         "decay the learning rate linearly to 0 over the run (false: constant, so a longer "
         "budget extends the curve)",
     )
-    normalize_returns: bool = param(
+    normalize_rewards: bool = param(
         False,
         Field(bool),
         "divide rewards by the running std of the discounted return (SB3's VecNormalize "

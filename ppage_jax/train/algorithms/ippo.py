@@ -139,7 +139,7 @@ class RunnerState:
     env: EnvCarry
     key: jax.Array
     progress: Progress
-    # role -> ReturnScale with ``normalize_returns`` (:mod:`.return_scale`), else empty
+    # role -> ReturnScale with ``normalize_rewards`` (:mod:`.return_scale`), else empty
     scales: dict = struct.field(default_factory=dict)
 
 
@@ -237,7 +237,7 @@ def init(
             weights = jax.tree.map(jnp.asarray, tc.start.weights[role])
         learners[role] = TrainState.create(apply_fn=net.apply, params=weights, tx=optimizer(tc))
     scales = {}
-    if tc.hp.normalize_returns:
+    if tc.hp.normalize_rewards:
         scales = {
             role: return_scale_init((tc.num_envs, len(tc.agents_of(role))))
             for role in tc.learning_roles
