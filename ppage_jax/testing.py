@@ -69,6 +69,7 @@ REWARD_RULES = (
     "jit",
     "vmap",
     "zero_without_prey",
+    "bounds",
     "docstring",
 )
 OBSERVATION_RULES = (
@@ -363,6 +364,25 @@ def _term_spec(
         unregister_reward(name)
 
 
+def _check_bounds(
+    rules: _Rules, spec: TermSpec, env: GridWorld, values: dict[str, jax.Array], seen: np.ndarray
+) -> None:
+    """The sampled values lie within the term's declared bounds (no bounds: nothing to check)."""
+    floats = {k: float(np.asarray(v)) for k, v in values.items()}
+    declared = spec.value_bounds(floats, env.layout.size)
+    if declared is None:
+        return
+    low, high = declared
+    outside = (seen < low - ATOL) | (seen > high + ATOL)
+    if outside.any():
+        at = tuple(int(i) for i in np.argwhere(outside)[0])
+        rules.fail(
+            "bounds",
+            f"pays {seen[at]} to agent {at[1]} on sample {at[0]}, outside its declared bounds "
+            f"[{low:g}, {high:g}] (register_reward(..., bounds=...))",
+        )
+
+
 def _term_params(spec: TermSpec, env: GridWorld) -> dict[str, jax.Array]:
     """The traced params ``env`` configures for the term, else its declared defaults."""
     if spec.name in env.reward_terms:
@@ -432,8 +452,9 @@ def check_reward_term(
     The term returns float32[A] (``shape``, ``dtype``) of finite values (``finite``), the
     same for the same inputs (``deterministic``), the same under ``jax.jit`` (``jit``) and
     ``jax.vmap`` (``vmap``) as eagerly, never modifies its inputs (``inputs_untouched``),
-    pays 0 once no uncaptured prey is left (``zero_without_prey``), runs with every declared
-    param moved (``params``) and has a docstring (``docstring``).
+    pays 0 once no uncaptured prey is left (``zero_without_prey``), stays within the range it
+    declares (``bounds``, when it declares one: the audit's stall margin reads it), runs with
+    every declared param moved (``params``) and has a docstring (``docstring``).
 
     ``term`` is a registered name or a function; an unregistered function is registered for
     the check (declaring ``params``, as a potential if ``potential``) and removed after.
@@ -450,6 +471,7 @@ def check_reward_term(
         some, none_left = sample_substeps(env, samples, seed)
         batch = (some.prev, some.state, some.events)
         eager, batched = _check_calls(rules, fn, batch, (values,), (env.num_agents,))
+        _check_bounds(rules, spec, env, values, np.asarray(eager))
 
         without = np.asarray(
             rules.run("runs", batched, none_left.prev, none_left.state, none_left.events, values)

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from ppage_jax.env import GridWorld
+from ppage_jax.state import State
 from ppage_jax.types import pytree_dataclass
 
 RETURN_FIELDS = ("returns", "discounted_returns", "unit_returns", "unit_discounted_returns")
@@ -51,6 +52,8 @@ class EpisodeStats:
     discount: jax.Array  # float32[...]: gamma^length, the next step's factor
     length: jax.Array  # int32[...]: turns taken in this episode
     captures: jax.Array  # int32[...]: prey captured in this episode
+    hover: jax.Array  # int32[...]: turns that ended with a predator near uncaptured prey,
+    # no capture in them (:func:`hovering`)
 
 
 def episode_stats_init(env: GridWorld, batch_shape: tuple[int, ...] = ()) -> EpisodeStats:
@@ -65,7 +68,24 @@ def episode_stats_init(env: GridWorld, batch_shape: tuple[int, ...] = ()) -> Epi
         discount=jnp.ones(batch_shape, jnp.float32),
         length=jnp.zeros(batch_shape, jnp.int32),
         captures=jnp.zeros(batch_shape, jnp.int32),
+        hover=jnp.zeros(batch_shape, jnp.int32),
     )
+
+
+# A turn "hovers" when it ends with a predator this close (Manhattan) to an uncaptured prey
+# and captured nobody: a predator paid for closeness that keeps the episode going does this.
+HOVER_RADIUS = 2
+
+
+def hovering(env: GridWorld, state: State, captures: jax.Array) -> jax.Array:
+    """bool[...]: the turn that ended in ``state`` (one grid, or a batch) left a predator
+    within :data:`HOVER_RADIUS` cells of an uncaptured prey and captured no prey
+    (``captures``, the turn's count)."""
+    is_predator = jnp.asarray(env.is_predator)
+    free_prey = ~is_predator & ~state.captured
+    gap = jnp.abs(state.positions[..., :, None, :] - state.positions[..., None, :, :]).sum(-1)
+    near = (gap <= HOVER_RADIUS) & is_predator[:, None] & free_prey[..., None, :]
+    return near.any(axis=(-2, -1)) & (jnp.asarray(captures) == 0)
 
 
 def episode_stats_update(
@@ -74,16 +94,19 @@ def episode_stats_update(
     terminated: jax.Array,
     truncated: jax.Array,
     gamma: jax.Array | float,
+    hover: jax.Array | None = None,
 ) -> tuple[EpisodeStats, dict[str, jax.Array]]:
     """Add one step's ``info`` to ``stats``; report and restart the episodes that ended.
 
     ``info`` is the step's info dict (``reward_terms``, ``reward_terms_unit``, ``captures``);
-    ``terminated``/``truncated`` the step's flags; ``gamma`` a (traced) scalar. Works on one
-    grid or a batch with matching leading axes (and under ``vmap``).
+    ``terminated``/``truncated`` the step's flags; ``gamma`` a (traced) scalar; ``hover``
+    whether the turn hovered (:func:`hovering`; None counts no turn). Works on one grid or a
+    batch with matching leading axes (and under ``vmap``).
 
     Returns ``(new_stats, finished)``. ``finished`` holds ``done`` (bool[...]: an episode
     ended on this step), ``returns``, ``discounted_returns``, ``unit_returns``,
-    ``unit_discounted_returns`` (float32[..., A, T]), ``length``, ``captures`` (int32[...]),
+    ``unit_discounted_returns`` (float32[..., A, T]), ``length``, ``captures``, ``hover``
+    (int32[...]),
     ``terminated`` and ``truncated`` (bool[...]): the ended episode's values where ``done``,
     zeros (False) elsewhere, so summing ``finished`` over steps sums over finished episodes.
     Where ``done``, ``new_stats`` restarts from zero (as after an auto-reset).
@@ -104,6 +127,7 @@ def episode_stats_update(
         discount=stats.discount * jnp.asarray(gamma, jnp.float32),
         length=stats.length + 1,
         captures=stats.captures + jnp.asarray(info["captures"], jnp.int32),
+        hover=stats.hover + (0 if hover is None else jnp.asarray(hover, jnp.int32)),
     )
     terminated = jnp.asarray(terminated, bool)
     truncated = jnp.asarray(truncated, bool)
@@ -114,6 +138,7 @@ def episode_stats_update(
         finished[field] = jnp.where(per_term, getattr(running, field), 0.0)
     finished["length"] = jnp.where(done, running.length, 0)
     finished["captures"] = jnp.where(done, running.captures, 0)
+    finished["hover"] = jnp.where(done, running.hover, 0)
     finished["terminated"] = terminated & done
     finished["truncated"] = truncated & done
     fresh = EpisodeStats(
@@ -124,6 +149,7 @@ def episode_stats_update(
         discount=jnp.ones_like(running.discount),
         length=jnp.zeros_like(running.length),
         captures=jnp.zeros_like(running.captures),
+        hover=jnp.zeros_like(running.hover),
     )
     new_stats = jax.tree.map(
         lambda f, r: jnp.where(done.reshape(done.shape + (1,) * (r.ndim - done.ndim)), f, r),

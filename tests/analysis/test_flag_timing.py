@@ -80,3 +80,10 @@ def test_read_curves_reads_a_gzipped_table(tmp_path):
     packed = read_curves(tmp_path / "curves.csv.gz")
     assert packed["capture_rate"]["a"][0][64] == 0.5 == plain["capture_rate"]["a"][0][64]
     assert math.isnan(packed["capture_rate"]["a"][0][128])
+
+
+def test_task_peak_weighs_updates_by_their_finished_episodes():
+    # one episode captured at update 1, three uncaptured at update 2: 1 / 4, not (1 + 0) / 2
+    series, episodes = {100: 1.0, 200: 0.0, 300: 0.5}, {100: 1, 200: 3, 300: 4}
+    assert task_peak(series, window=2, episodes=episodes) == (300, 2.0 / 7.0, 2.0 / 7.0)
+    assert task_peak(series, window=2)[1] == 0.5  # unweighted: (0 + 0.5) / 2 at 300

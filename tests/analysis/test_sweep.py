@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from sweep_testing import ARMS, TINY, write_sweep
 
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import load_sweep
@@ -21,25 +22,6 @@ from ppage_jax.train.run.evaluate import untrained_levels
 from ppage_jax.train.run.experiment import make_train_config
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = {
-    "env.size": 5,
-    "env.termination.max_steps": 12,
-    "agents.predators.count": 1,
-    "agents.preys.count": 1,
-    "agents.preys.speed": 1,
-    "experiment.num_envs": 4,
-    "experiment.total_timesteps": 64,
-    "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
-}
-ARMS = {"base_only": {"disable": ["predator_distance", "survival"]}, "both": {}}
-
-
-def write_sweep(path: Path, **body) -> Path:
-    body.setdefault("config", str(REPO / "configs/ablation/both"))
-    body.setdefault("set", TINY)
-    body.setdefault("audit", False)  # the audit stage: test_the_audit_runs_before_training
-    path.write_text(yaml.safe_dump({"sweep": body}))
-    return path
 
 
 def read_results(path: Path) -> dict:

@@ -9,7 +9,8 @@ prediction, written in the sweep file before it runs (``sweep.analysis``)::
         - {compare: [potential, sparse_time], endpoint: auc}   # another endpoint
       prediction: capture falls where the stall margin is positive
       take_off: 0.5                # a seed has taken off once its score reaches this
-      signals: [captures, episode_length]   # which training signal turns bad first
+      signals: [capture_rate, episode_length]   # which training signal turns bad first
+      signal_window: 5             # blocks of episodes a signal's level is read over
 
 An arm is named as in ``sweep.arms``, or ``scenario/arm`` in a sweep with ``scenarios``.
 Every comparison is a difference of paired seeds, oriented so that a positive difference
@@ -25,7 +26,15 @@ from typing import Any
 from ppage_jax.analysis.family.endpoints import ENDPOINTS
 from ppage_jax.analysis.family.signals import BAD_DIRECTION
 
-ANALYSIS_KEYS = ("endpoint", "comparisons", "prediction", "take_off", "alpha", "signals")
+ANALYSIS_KEYS = (
+    "endpoint",
+    "comparisons",
+    "prediction",
+    "take_off",
+    "alpha",
+    "signals",
+    "signal_window",
+)
 COMPARISON_KEYS = ("compare", "endpoint")
 PRIMARY = "score"
 
@@ -60,7 +69,9 @@ class AnalysisSpec:
     prediction: str = ""
     take_off: float = 0.5
     alpha: float = 0.05
-    signals: tuple[str, ...] = ()  # two training signals whose turning points are compared
+    # training signals whose turning points are compared: the first (the task's) against each
+    signals: tuple[str, ...] = ()
+    signal_window: int = 5
     declared: bool = False  # the sweep file has an analysis (its endpoints are asked for)
 
     @property
@@ -79,6 +90,7 @@ class AnalysisSpec:
             "take_off": self.take_off,
             "alpha": self.alpha,
             "signals": list(self.signals),
+            "signal_window": self.signal_window,
             "declared": self.declared,
         }
 
@@ -111,18 +123,19 @@ def read_analysis(read: Any, raw: Any, labels: Sequence[str]) -> AnalysisSpec:
     if not 0 < alpha < 1:
         read.fail(f"{where}.alpha", alpha, "must be in (0, 1)")
     signals = body.get("signals") or []
-    if (
+    if signals and (
         not isinstance(signals, list)
-        or len(signals) != 2
-        or any(s not in BAD_DIRECTION for s in signals)
-        or signals[0] == signals[1]
+        or len(signals) < 2
+        or any(not isinstance(x, str) or x not in BAD_DIRECTION for x in signals)
+        or len(set(signals)) != len(signals)
     ):
-        if signals:
-            read.fail(
-                f"{where}.signals",
-                signals,
-                f"must be two different training signals of {list(BAD_DIRECTION)}",
-            )
+        read.fail(
+            f"{where}.signals",
+            signals,
+            f"must be two or more different training signals of {list(BAD_DIRECTION)} (the "
+            f"first is the task's; each other is set against it)",
+        )
+    window = read.integer(f"{where}.signal_window", body.get("signal_window", 5), 2)
     return AnalysisSpec(
         endpoint,
         tuple(comparisons),
@@ -130,6 +143,7 @@ def read_analysis(read: Any, raw: Any, labels: Sequence[str]) -> AnalysisSpec:
         take_off,
         alpha,
         tuple(signals),
+        window,
         declared=raw is not None,
     )
 

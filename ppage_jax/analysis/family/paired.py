@@ -8,7 +8,7 @@ a shipped study can be checked from its files alone:
 - :func:`seed_tables`: per endpoint, ``{arm label: {seed: value}}``; the normalised score
   from each seed's RMST and the random and chase baselines of its own directory (a
   scenario's, in a sweep with ``scenarios``);
-- :func:`test_family`: each declared comparison's paired differences over the seeds every
+- :func:`family_results`: each declared comparison's paired differences over the seeds every
   arm of it has: mean with a BCa 95 % CI (in the endpoint's units and, for the score, in
   turns of RMST), the exact two-sided sign-flip p, the Holm-adjusted p over the whole
   family, the standardised effect ``dz`` (mean over SD), and P(improvement) as the share of
@@ -37,7 +37,7 @@ from ppage_jax.analysis.sweep.baselines import (
     baseline_levels,
 )
 from ppage_jax.analysis.sweep.metrics import CHECKPOINT_PREFIX
-from ppage_jax.analysis.sweep.writer import csv_text, read_curves, read_results
+from ppage_jax.analysis.sweep.writer import csv_text, curves_path, read_curves, read_results
 from ppage_jax.artifacts import write_text
 from ppage_jax.stats import bootstrap as boot
 from ppage_jax.stats.paired import bca_ci, holm, paired_power, sign_flip_p, wilson_ci
@@ -75,7 +75,7 @@ def seed_tables(directory: str | Path, endpoints: tuple[str, ...]) -> dict[str, 
                         s: float(normalised(v, scale)) for s, v in seeds.items()
                     }
             elif name in ("auc", "auc_rmst"):  # the evaluation curve's mean score, or RMST
-                curve = read_curves(path / "curves.csv").get(CHECKPOINT_PREFIX + "rmst", {})
+                curve = read_curves(curves_path(path)).get(CHECKPOINT_PREFIX + "rmst", {})
                 scale = None
                 if name == "auc":
                     scale = score_scale(baseline_levels(path / BASELINES_FILE, CHECKPOINT_BLOCK))
@@ -167,7 +167,7 @@ def paired_differences(comparison: Comparison, table: Table) -> tuple[list[int],
     return seeds, np.asarray(diffs, np.float64)
 
 
-def test_family(analysis: AnalysisSpec, tables: dict[str, Table]) -> list[Tested]:
+def family_results(analysis: AnalysisSpec, tables: dict[str, Table]) -> list[Tested]:
     """Every declared comparison tested (see the module docstring), Holm over all of them."""
     partial = []
     for comparison in analysis.comparisons:

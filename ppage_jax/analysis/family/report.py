@@ -5,6 +5,7 @@ with ``scenarios``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -13,16 +14,15 @@ from ppage_jax.analysis.family.declare import AnalysisSpec, Comparison
 from ppage_jax.analysis.family.endpoints import ENDPOINTS
 from ppage_jax.analysis.family.paired import (
     arm_summaries,
+    family_results,
     power_line,
     scales,
     seed_tables,
     sweep_dirs,
-    test_family,
     write_comparisons,
 )
 from ppage_jax.analysis.family.signals import lead_lag
-from ppage_jax.analysis.sweep.writer import read_curves
-from ppage_jax.artifacts import write_text
+from ppage_jax.analysis.sweep.writer import curves_path, read_curves
 from ppage_jax.train.run.monitor import MonitorConfig
 
 
@@ -40,6 +40,7 @@ def analysis_of(info: dict) -> AnalysisSpec:
         float(raw.get("take_off", 0.5)),
         float(raw.get("alpha", 0.05)),
         tuple(raw.get("signals") or ()),
+        int(raw.get("signal_window", 5)),
         bool(raw.get("declared", False)),
     )
 
@@ -51,12 +52,16 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 
 def _p(p: float) -> str:
-    return "< 0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
+    return f"{p:.2g}" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
 
 
-def family_lines(directory: str | Path, analysis: AnalysisSpec) -> list[str]:
+def family_lines(
+    directory: str | Path, analysis: AnalysisSpec, scenario: str | None = None
+) -> list[str]:
     """The declared analysis of the sweep in ``directory``, tested (and comparisons.csv
-    written there); no lines when nothing is declared and no score can be computed."""
+    written there); no lines when nothing is declared and no score can be computed. For one
+    ``scenario`` of a sweep with scenarios only its arms are shown: the family, which names
+    arms of every scenario, is tested in the top directory's report."""
     directory = Path(directory)
     try:
         tables = seed_tables(directory, analysis.endpoints)
@@ -105,7 +110,13 @@ def family_lines(directory: str | Path, analysis: AnalysisSpec) -> list[str]:
                 f"{e['score'].high:.3f}] | {e['mean_score']:.3f} | {rmst_cell} | "
                 f"{t.point:.2f} [{t.low:.2f}, {t.high:.2f}] ({round(t.point * e['n'])}/{e['n']}) |"
             )
-    tested = test_family(analysis, tables)
+    if scenario is not None:
+        return lines + [
+            "",
+            f"This is scenario `{scenario}` of a sweep with scenarios: its declared family is "
+            f"tested in the sweep's top report (`../report.md`, `../comparisons.csv`).",
+        ]
+    tested = family_results(analysis, tables)
     write_comparisons(directory, tested)
     if tested:
         lines += [
@@ -141,57 +152,44 @@ def family_lines(directory: str | Path, analysis: AnalysisSpec) -> list[str]:
 
 
 def signal_lines(directory: Path, analysis: AnalysisSpec) -> list[str]:
-    """report.md's "Which signal moves first" (:func:`lead_lag` per arm; every scenario's)."""
-    first, second = analysis.signals
+    """report.md's "Which signal moves first": :func:`lead_lag` of the task's signal (the
+    first declared) against each other one, per arm (every scenario's)."""
+    task, *others = analysis.signals
     lines = ["", "## Which signal moves first", ""]
     lines.append(
-        f"Per seed, the update at which `{first}` and `{second}` turned bad: the "
-        f"episode-weighted level of the last window of blocks fell behind its best earlier "
-        f"window by the monitor's minimum change, held for its patience "
-        f"(ppage_jax.analysis.family.signals). Lead: `{second}`'s turn minus `{first}`'s, in "
-        f"updates (positive: `{first}` moved first), median over the seeds in which both "
+        f"Per seed, the update at which each training signal turned bad: its episode-weighted "
+        f"level over the last {analysis.signal_window} blocks of at least the monitor's "
+        f"min_episodes episodes fell behind its best earlier window by the monitor's "
+        f"minimum change, held for its patience, after its warm-up "
+        f"(ppage_jax.analysis.family.signals). "
+        f"Lead: the task signal `{task}`'s turn minus the other signal's, in updates "
+        f"(positive: the other signal moved first), median over the seeds in which both "
         f"turned, with the exact sign-flip p."
     )
     lines += [
         "",
-        f"| arm | seeds | `{first}` turned | `{second}` turned | both | `{first}` first | "
-        f"`{second}` first | same update | median lead (updates) | p |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| arm | signal | seeds | turned | `{task}` turned | both | it first | `{task}` first | "
+        f"same update | median lead (updates) | p |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for prefix, path in sweep_dirs(directory):
         info = json.loads((path / "sweep.json").read_text())
         per_update = info.get("env_steps_per_update") or 1
-        cfg = MonitorConfig(**((info.get("monitor") or {}).get("config") or {}))
-        curves = read_curves(path / "curves.csv")
+        monitor = info.get("monitor") or {}
+        cfg = MonitorConfig(**(monitor.get("config") or {}))
+        cfg = dataclasses.replace(cfg, window=analysis.signal_window)
+        after = int(monitor.get("warmup_updates") or 0) * per_update
+        curves = read_curves(curves_path(path))
         for arm in info["arms"]:
             arm_curves = {m: by_arm[arm] for m, by_arm in curves.items() if arm in by_arm}
             if "episodes" not in arm_curves:
                 continue
-            lag = lead_lag(arm_curves, first, second, cfg)
-            turned = [sum(math.isfinite(t[i]) for t in lag.turns.values()) for i in (0, 1)]
-            lines.append(
-                f"| {prefix}{arm} | {len(lag.turns)} | {turned[0]} | {turned[1]} | "
-                f"{lag.both} | {lag.first_sooner} | {lag.second_sooner} | {lag.ties} | "
-                f"{_num(lag.lead / per_update)} | {_num(lag.p)} |"
-            )
+            for other in others:
+                lag = lead_lag(arm_curves, other, task, cfg, after)
+                turned = [sum(math.isfinite(t[i]) for t in lag.turns.values()) for i in (0, 1)]
+                lines.append(
+                    f"| {prefix}{arm} | `{other}` | {len(lag.turns)} | {turned[0]} | "
+                    f"{turned[1]} | {lag.both} | {lag.first_sooner} | {lag.second_sooner} | "
+                    f"{lag.ties} | {_num(lag.lead / per_update)} | {_num(lag.p)} |"
+                )
     return lines
-
-
-def write_scenario_report(directory: str | Path) -> Path:
-    """report.md of a sweep with ``scenarios``: each scenario's baselines and arms, the
-    declared analysis over all of them, and links to each scenario's own report."""
-    out = Path(directory)
-    info = json.loads((out / "sweep.json").read_text())
-    analysis = analysis_of(info)
-    lines = [f"# Sweep report: {info.get('sweep', '')}", ""]
-    lines.append(
-        f"{len(info['scenarios'])} scenarios ({', '.join(info['scenarios'])}), each its own "
-        f"sweep directory, {len(info['arms'])} arms x {info['seeds']} seeds in each; "
-        f"{info.get('seconds', 0):.0f} s in all."
-    )
-    lines += family_lines(out, analysis)
-    lines += ["", "## Scenarios", ""]
-    lines += [f"- [{name}]({name}/report.md)" for name in info["scenarios"]]
-    path = out / "report.md"
-    write_text(path, "\n".join(lines) + "\n")
-    return path

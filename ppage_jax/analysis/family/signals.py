@@ -29,15 +29,17 @@ BAD_DIRECTION = {
     "capture_rate": -1,
     "episode_length": +1,
     "steps_to_capture": +1,
+    "hover_share": +1,
 }
 
 
 def blocks_of(
-    series: Mapping[str, Mapping[int, float]], min_episodes: int
+    series: Mapping[str, Mapping[int, float]], min_episodes: int, after: int = 0
 ) -> list[dict[str, float]]:
     """One seed's curve (metric -> {env_steps: value}, with ``episodes``) pooled into the
-    monitor's blocks, each with the env steps of its last update."""
-    steps = sorted(series.get("episodes", {}))
+    monitor's blocks, each with the env steps of its last update; the updates up to
+    ``after`` env steps (the warm-up) are left out."""
+    steps = sorted(s for s in series.get("episodes", {}) if s > after)
     pending: list[dict] = []
     out = []
     for s in steps:
@@ -95,14 +97,16 @@ def lead_lag(
     first: str,
     second: str,
     cfg: MonitorConfig,
+    after: int = 0,
 ) -> LeadLag:
     """``curves``: one arm's curves, metric -> {seed: {env_steps: value}} (with
-    ``episodes``); the turning points of ``first`` and ``second`` paired by seed."""
+    ``episodes``); the turning points of ``first`` and ``second`` paired by seed (read from
+    past ``after`` env steps, with ``cfg``'s window, patience and minimum change)."""
     seeds = sorted(curves.get("episodes", {}))
     turns = {}
     for seed in seeds:
         series = {m: by_seed[seed] for m, by_seed in curves.items() if seed in by_seed}
-        blocks = blocks_of(series, cfg.min_episodes)
+        blocks = blocks_of(series, cfg.min_episodes, after)
         turns[seed] = (turning_step(blocks, first, cfg), turning_step(blocks, second, cfg))
     both = [(a, b) for a, b in turns.values() if math.isfinite(a) and math.isfinite(b)]
     diffs = np.asarray([b - a for a, b in both], np.float64)

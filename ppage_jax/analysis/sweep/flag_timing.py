@@ -18,16 +18,29 @@ WINDOW = 20
 
 
 def task_peak(
-    series: Mapping[int, float], window: int = WINDOW, after: int = 0
+    series: Mapping[int, float],
+    window: int = WINDOW,
+    after: int = 0,
+    episodes: Mapping[int, float] | None = None,
 ) -> tuple[int, float, float]:
     """``(env_steps, peak, final)`` of a per-update task metric (higher is better), keyed by
     env steps and read from past ``after`` env steps (the monitor's warm-up): where its
     trailing mean over ``window`` updates was highest (the first such step), that mean, and
-    the trailing mean at the last update. The mean skips NaN updates and is NaN until a full
-    window has passed: the first updates see only the episodes that ended early, so alone
-    they overstate the capture rate."""
+    the trailing mean at the last update. The mean weighs each update by the ``episodes``
+    that finished in it (each update alike without them), skips NaN updates and is NaN until
+    a full window has passed: the first updates see only the episodes that ended early, so
+    alone they overstate the capture rate."""
     steps = np.asarray(sorted(s for s in series if s > after), np.int64)
-    smooth = smoothed(np.asarray([series[s] for s in steps], np.float64), window)
+    values = np.asarray([series[s] for s in steps], np.float64)
+    if episodes is None:
+        smooth = smoothed(values, window)
+    else:
+        weights = np.asarray([float(episodes.get(s, 0.0) or 0.0) for s in steps], np.float64)
+        weights = np.where(np.isfinite(values), weights, 0.0)
+        kernel = np.ones(window)
+        total = np.convolve(np.where(weights > 0, values, 0.0) * weights, kernel)[: steps.size]
+        count = np.convolve(weights, kernel)[: steps.size]
+        smooth = np.where(count > 0, total / np.maximum(count, 1e-12), np.nan)
     smooth[: min(window, steps.size) - 1] = np.nan
     if not np.isfinite(smooth).any():
         return int(steps[-1]) if steps.size else 0, math.nan, math.nan
@@ -64,7 +77,10 @@ def flag_timing(
         ]
         firsts = [f for f in firsts if math.isfinite(f)]
         peak_step, peak, final = task_peak(
-            curves.get(metric, {}).get(arm, {}).get(seed, {}), window, after
+            curves.get(metric, {}).get(arm, {}).get(seed, {}),
+            window,
+            after,
+            curves.get("episodes", {}).get(arm, {}).get(seed),
         )
         rows.append(
             dict(
@@ -96,8 +112,8 @@ def flag_timing_lines(
         "## Monitor flags against the task metric",
         "",
         f"Per flagged seed: the env step of its first flag, and where the training capture "
-        f"rate (mean over the last {window} updates, after the monitor's warm-up of "
-        f"{after:,} env steps) peaked and then fell.",
+        f"rate (over the episodes that finished in the last {window} updates, after the "
+        f"monitor's warm-up of {after:,} env steps) peaked and then fell.",
         "",
         "| arm | seed | first flag (env steps) | capture rate peaked at | peak | at the end "
         "| checks |",

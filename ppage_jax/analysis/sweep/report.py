@@ -31,14 +31,15 @@ from ppage_jax.analysis.family.report import (
     family_lines,
     write_scenario_report,
 )
-from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit
+from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit, stall_margin_of
 from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, read_baselines
 from ppage_jax.analysis.sweep.curves import captured_counts, weighted_band
 from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
 from ppage_jax.analysis.sweep.monitoring import FIRST
-from ppage_jax.analysis.sweep.writer import read_curves, read_results
+from ppage_jax.analysis.sweep.writer import curves_path, read_curves, read_results
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.stats import bootstrap as stats
+from ppage_jax.stats.paired import wilson_ci
 from ppage_jax.train.run.monitor import CHECKS, PREFIX
 
 # Shown after the headline, labelled: biased towards arms whose slow episodes never end.
@@ -56,13 +57,38 @@ def _finite(values) -> np.ndarray:
     return arr[np.isfinite(arr)]
 
 
-def _seed_values(results: dict, metric: str, arm: str, cap: float | None) -> np.ndarray:
+def _seed_map(results: dict, metric: str, arm: str, cap: float | None) -> dict[int, float]:
     """An arm's per-seed values of ``metric``, NaN dropped; an infinite KM median (under
     half the episodes captured) counts as the step limit ``cap``, a lower bound of it."""
-    values = np.asarray(list(results[metric].get(arm, {}).values()), np.float64)
-    if metric == "km_median" and cap is not None:
-        values = np.where(np.isposinf(values), float(cap), values)
-    return values[np.isfinite(values)]
+    out = {}
+    for seed, value in results[metric].get(arm, {}).items():
+        if metric == "km_median" and cap is not None and value == math.inf:
+            value = float(cap)
+        if math.isfinite(value):
+            out[seed] = float(value)
+    return out
+
+
+def _seed_values(results: dict, metric: str, arm: str, cap: float | None) -> np.ndarray:
+    """:func:`_seed_map`'s values, in seed order."""
+    values = _seed_map(results, metric, arm, cap)
+    return np.asarray([values[s] for s in sorted(values)], np.float64)
+
+
+def paired_improvement(
+    mine: dict[int, float], theirs: dict[int, float], higher: bool
+) -> tuple[stats.Interval, int] | None:
+    """P(improvement) on paired seeds: the share of the seeds both arms have on which
+    ``mine`` is better (ties half), with its Wilson 95 % CI (which does not collapse to a
+    zero-width interval at 0 or 1), and the number of those seeds; None when they share
+    none."""
+    seeds = sorted(set(mine) & set(theirs))
+    if not seeds:
+        return None
+    sign = 1.0 if higher else -1.0
+    diffs = np.asarray([sign * (mine[s] - theirs[s]) for s in seeds])
+    wins = float((diffs > 0).sum() + 0.5 * (diffs == 0).sum())
+    return wilson_ci(wins, len(seeds)), len(seeds)
 
 
 def headline_stats(
@@ -74,27 +100,31 @@ def headline_stats(
 ) -> dict:
     """{metric: {arm: {"n", "iqm", "low", "high", "poi": {reference: Interval}}}} over
     ``metrics`` (default :data:`HEADLINE`), P(improvement) against every reference arm of
-    ``baseline`` (one name or several); ``cap``: the evaluation's step limit (see
-    :func:`_seed_values`)."""
+    ``baseline`` (one name or several) on paired seeds (:func:`paired_improvement`; the
+    number of paired seeds in ``"poi_n"``); ``cap``: the evaluation's step limit (see
+    :func:`_seed_map`)."""
     references = [baseline] if isinstance(baseline, str) else list(baseline)
     out: dict = {}
     for metric, (_, higher) in (HEADLINE if metrics is None else metrics).items():
         if metric not in results:
             continue
         out[metric] = {}
-        sign = 1.0 if higher else -1.0
         for arm in arms:
             values = _seed_values(results, metric, arm, cap)
-            entry: dict = {"n": int(values.size), "poi": {}}
+            entry: dict = {"n": int(values.size), "poi": {}, "poi_n": {}}
             if values.size:
                 ci = stats.bootstrap_ci(values, "iqm", reps=BOOTSTRAP_REPS)
                 entry.update(iqm=ci.point, low=ci.low, high=ci.high)
             for ref in references:
-                ref_values = _seed_values(results, metric, ref, cap)
-                if arm != ref and values.size and ref_values.size:
-                    entry["poi"][ref] = stats.probability_of_improvement_ci(
-                        sign * values, sign * ref_values, reps=BOOTSTRAP_REPS
-                    )
+                if arm == ref:
+                    continue
+                mine, theirs = (
+                    _seed_map(results, metric, arm, cap),
+                    _seed_map(results, metric, ref, cap),
+                )
+                paired = paired_improvement(mine, theirs, higher)
+                if paired is not None:
+                    entry["poi"][ref], entry["poi_n"][ref] = paired
             out[metric][arm] = entry
     return out
 
@@ -120,7 +150,7 @@ def write_report(output_dir: str | Path) -> Path:
     if isinstance(info.get("scenarios"), dict):  # a sweep with scenarios
         return write_scenario_report(out)
     results = read_results(out / "results.csv")
-    curves = read_curves(out / "curves.csv") if (out / "curves.csv").exists() else {}
+    curves = read_curves(curves_path(out)) if curves_path(out).exists() else {}
     arms = list(info["arms"])
     baseline = info["baseline"]
     references = list(info.get("baselines") or [baseline])
@@ -170,16 +200,17 @@ def write_report(output_dir: str | Path) -> Path:
         "",
         "## Task metrics (headline)",
         "",
-        f"IQM over seeds [95 % stratified-bootstrap CI]; P(improvement vs X) = probability "
-        f"that a run of the arm beats a run of reference arm X ({against}; ties count half), "
-        f"[95 % CI]. RMST is the mean time to capture with episodes censored at the step "
+        f"IQM over seeds [95 % stratified-bootstrap CI]; P(improvement vs X) = the share of "
+        f"paired seeds (seed i of both arms from the same key) on which the arm beats "
+        f"reference arm X ({against}; ties count half), [Wilson 95 % CI] (n paired seeds). "
+        f"RMST is the mean time to capture with episodes censored at the step "
         f"limit; a seed whose Kaplan-Meier median is not reached counts as the step limit "
         f"(a lower bound).",
         "",
     ]
     lines += metric_table(head, HEADLINE, references)
     lines += baseline_lines(read_baselines(out / BASELINES_FILE))
-    lines += family_lines(out, analysis_of(info))
+    lines += family_lines(out, analysis_of(info), info.get("scenario"))
     if diagnostics:
         lines += [
             "",
@@ -241,11 +272,12 @@ def write_report(output_dir: str | Path) -> Path:
     return report
 
 
-def _poi_cell(poi: stats.Interval | None, is_reference: bool) -> str:
-    """A P(improvement) [CI] table cell."""
+def _poi_cell(poi: stats.Interval | None, is_reference: bool, n: int | None = None) -> str:
+    """A P(improvement) [CI] table cell, with its number of paired seeds."""
     if poi is None:
         return "reference" if is_reference else "-"
-    return f"{poi.point:.2f} [{poi.low:.2f}, {poi.high:.2f}]"
+    seeds = f" (n={n})" if n else ""
+    return f"{poi.point:.2f} [{poi.low:.2f}, {poi.high:.2f}]{seeds}"
 
 
 def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
@@ -264,7 +296,7 @@ def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
             iqm = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
             pois = []
             for ref in references:
-                pois.append(_poi_cell(e["poi"].get(ref), arm == ref))
+                pois.append(_poi_cell(e["poi"].get(ref), arm == ref, e["poi_n"].get(ref)))
             lines.append(f"| {label} | {arm} | {e['n']} | {iqm} | " + " | ".join(pois) + " |")
     return lines
 
@@ -326,17 +358,21 @@ def outcome_lines(
         "",
         "## Audit, monitor and outcome",
         "",
-        "| arm | audit flags (before training) | monitor: seeds flagged | RMST IQM [95 % CI] | "
+        "| arm | stall margin (predators, a sub-step) | audit flags (before training) | "
+        "monitor: seeds flagged | RMST IQM [95 % CI] | "
         + " | ".join(f"P(improvement vs {r})" for r in references)
         + " |",
-        "|---|---|---|---|" + "---|" * len(references),
+        "|---|---|---|---|---|" + "---|" * len(references),
     ]
     for arm in arms:
+        margin = "-"
         if rows is None:
             audit = "not run"
         else:
             raised = [r["check"] for r in rows if r["arm"] == arm and r["flagged"] == "1"]
             audit = ", ".join(dict.fromkeys(c for c in raised if c != "dead_term")) or "none"
+            value = stall_margin_of(rows, arm)
+            margin = f"{value:+.3g}" if math.isfinite(value) else "-"
         watched = [c for c in columns if arm in results[c]]
         if watched:
             seeds = sorted({s for c in watched for s in results[c][arm]})
@@ -346,8 +382,13 @@ def outcome_lines(
             monitor = "not watched"
         e = head["rmst"].get(arm, {})
         rmst = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
-        pois = [_poi_cell(e.get("poi", {}).get(r), arm == r) for r in references]
-        lines.append(f"| {arm} | {audit} | {monitor} | {rmst} | " + " | ".join(pois) + " |")
+        pois = [
+            _poi_cell(e.get("poi", {}).get(r), arm == r, e.get("poi_n", {}).get(r))
+            for r in references
+        ]
+        lines.append(
+            f"| {arm} | {margin} | {audit} | {monitor} | {rmst} | " + " | ".join(pois) + " |"
+        )
     return lines + [
         "",
         "Audit flags leave out `dead_term` (a term or param that never paid anything); "

@@ -139,6 +139,14 @@ def read_results(path: Path) -> dict[str, dict[str, dict[int, float]]]:
     return table
 
 
+def curves_path(directory: str | Path) -> Path:
+    """A sweep directory's curves: ``curves.csv``, else the gzipped ``curves.csv.gz`` that
+    shipped studies keep (the plain path when neither exists)."""
+    plain = Path(directory) / CURVES
+    packed = plain.with_name(CURVES + ".gz")
+    return packed if not plain.exists() and packed.exists() else plain
+
+
 def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]:
     """curves.csv (or a gzipped ``curves.csv.gz``) -> {metric: {arm: {seed: {env_steps:
     value}}}}."""

@@ -18,7 +18,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.episodes.stats import EpisodeStats, episode_stats_init, episode_stats_update
+from ppage_jax.episodes.stats import (
+    EpisodeStats,
+    episode_stats_init,
+    episode_stats_update,
+    hovering,
+)
 from ppage_jax.sharding import batch_sharding, make_mesh
 from ppage_jax.state import NO_TRUNCATION, EnvParams, State
 from ppage_jax.train.config import TrainConfig
@@ -99,7 +104,8 @@ def env_step(
     obs, state, reward, terminated, truncated, info = _auto_reset(tc).step(
         key, carry.state, actions, params
     )
-    stats, finished = episode_stats_update(carry.stats, info, terminated, truncated, gamma)
+    hover = hovering(tc.env, info["final_state"], info["captures"])
+    stats, finished = episode_stats_update(carry.stats, info, terminated, truncated, gamma, hover)
     is_prey = ~jnp.asarray(tc.env.is_predator)
     step = Step(
         reward=reward,

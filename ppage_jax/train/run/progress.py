@@ -37,7 +37,9 @@ def episode_metrics(tc: TrainConfig, finished: Mapping[str, jax.Array]) -> dict[
 
     ``capture_rate`` is the fraction of finished episodes that ended by capture (terminated)
     within the step limit; ``steps_to_capture`` the mean length of those episodes;
-    ``captures`` the mean number of prey captured per finished episode;
+    ``captures`` the mean number of prey captured per finished episode; ``hover_share`` the
+    share of their turns that hovered (a predator near uncaptured prey, no capture:
+    :func:`ppage_jax.episodes.stats.hovering`);
     ``returns`` float32[2, T] the mean per-term return per agent of each role (rows in
     ROLES order; NaN for a role without agents). Means over no episodes are NaN.
     """
@@ -65,6 +67,10 @@ def episode_metrics(tc: TrainConfig, finished: Mapping[str, jax.Array]) -> dict[
             jnp.where(captured, finished["length"], 0).sum().astype(jnp.float32), n_captured
         ),
         "captures": mean(finished["captures"].sum().astype(jnp.float32), n_done),
+        "hover_share": mean(
+            finished["hover"].sum().astype(jnp.float32),
+            finished["length"].sum().astype(jnp.float32),
+        ),
         "returns": jnp.stack(returns),
     }
 
