@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ppage_jax import distributed
 from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
-from ppage_jax.analysis.sweep.run import LAYOUTS, run_scenarios, run_sweep
+from ppage_jax.analysis.sweep.run import LAYOUTS, run_sweep
 from ppage_jax.analysis.sweep.spec import ScenarioSweep, default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
@@ -233,7 +233,7 @@ def main(args: argparse.Namespace) -> int:
             memory_budget_bytes=args.memory_budget,
             layout=args.layout,
         )
-        summary = run_scenarios(spec, **options) if scenarios else run_sweep(spec, **options)
+        summary = run_sweep(spec, **options)
     out = summary["output_dir"]
     if not lead:  # process 0 reports
         return EXIT_INTERRUPTED if summary["stopped"] else 0

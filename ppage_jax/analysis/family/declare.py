@@ -10,7 +10,8 @@ prediction, written in the sweep file before it runs (``sweep.analysis``)::
       prediction: capture falls where the stall margin is positive
       take_off: 0.5                # a seed has taken off once its score reaches this
       signals: [capture_rate, episode_length]   # which training signal turns bad first
-      signal_window: 5             # blocks of episodes a signal's level is read over
+      signal_control: high_paid    # ... against this arm's runs of the same seeds
+      signal_window: 4             # updates a signal's level is read over
 
 An arm is named as in ``sweep.arms``, or ``scenario/arm`` in a sweep with ``scenarios``.
 Every comparison is a difference of paired seeds, oriented so that a positive difference
@@ -34,6 +35,7 @@ ANALYSIS_KEYS = (
     "alpha",
     "signals",
     "signal_window",
+    "signal_control",
 )
 COMPARISON_KEYS = ("compare", "endpoint")
 PRIMARY = "score"
@@ -71,7 +73,8 @@ class AnalysisSpec:
     alpha: float = 0.05
     # training signals whose turning points are compared: the first (the task's) against each
     signals: tuple[str, ...] = ()
-    signal_window: int = 5
+    signal_window: int = 4
+    signal_control: str | None = None  # the arm the signals are read against
     declared: bool = False  # the sweep file has an analysis (its endpoints are asked for)
 
     @property
@@ -91,6 +94,7 @@ class AnalysisSpec:
             "alpha": self.alpha,
             "signals": list(self.signals),
             "signal_window": self.signal_window,
+            "signal_control": self.signal_control,
             "declared": self.declared,
         }
 
@@ -135,7 +139,14 @@ def read_analysis(read: Any, raw: Any, labels: Sequence[str]) -> AnalysisSpec:
             f"must be two or more different training signals of {list(BAD_DIRECTION)} (the "
             f"first is the task's; each other is set against it)",
         )
-    window = read.integer(f"{where}.signal_window", body.get("signal_window", 5), 2)
+    window = read.integer(f"{where}.signal_window", body.get("signal_window", 4), 1)
+    control = body.get("signal_control")
+    if signals and control not in labels:
+        read.fail(
+            f"{where}.signal_control",
+            control,
+            f"the signals are read against a control: name one of the arms {list(labels)}",
+        )
     return AnalysisSpec(
         endpoint,
         tuple(comparisons),
@@ -144,6 +155,7 @@ def read_analysis(read: Any, raw: Any, labels: Sequence[str]) -> AnalysisSpec:
         alpha,
         tuple(signals),
         window,
+        control,
         declared=raw is not None,
     )
 

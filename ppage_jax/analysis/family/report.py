@@ -5,7 +5,6 @@ with ``scenarios``."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -18,11 +17,11 @@ from ppage_jax.analysis.family.paired import (
     power_line,
     scales,
     seed_tables,
-    sweep_dirs,
     write_comparisons,
 )
 from ppage_jax.analysis.family.signals import lead_lag
 from ppage_jax.analysis.sweep.writer import curves_path, read_curves
+from ppage_jax.artifacts import write_text
 from ppage_jax.train.run.monitor import MonitorConfig
 
 
@@ -40,7 +39,8 @@ def analysis_of(info: dict) -> AnalysisSpec:
         float(raw.get("take_off", 0.5)),
         float(raw.get("alpha", 0.05)),
         tuple(raw.get("signals") or ()),
-        int(raw.get("signal_window", 5)),
+        int(raw.get("signal_window", 4)),
+        raw.get("signal_control"),
         bool(raw.get("declared", False)),
     )
 
@@ -153,43 +153,70 @@ def family_lines(
 
 def signal_lines(directory: Path, analysis: AnalysisSpec) -> list[str]:
     """report.md's "Which signal moves first": :func:`lead_lag` of the task's signal (the
-    first declared) against each other one, per arm (every scenario's)."""
+    first declared) against each other one, per arm against the declared control."""
     task, *others = analysis.signals
+    control = analysis.signal_control
     lines = ["", "## Which signal moves first", ""]
+    if control is None:
+        return lines + ["Not computed: the analysis names no `signal_control`."]
+    info = json.loads((directory / "sweep.json").read_text())
+    per_update = info.get("env_steps_per_update") or 1
+    cfg = MonitorConfig(**(((info.get("monitor") or {}).get("config")) or {}))
     lines.append(
-        f"Per seed, the update at which each training signal turned bad: its episode-weighted "
-        f"level over the last {analysis.signal_window} blocks of at least the monitor's "
-        f"min_episodes episodes fell behind its best earlier window by the monitor's "
-        f"minimum change, held for its patience, after its warm-up "
-        f"(ppage_jax.analysis.family.signals). "
-        f"Lead: the task signal `{task}`'s turn minus the other signal's, in updates "
-        f"(positive: the other signal moved first), median over the seeds in which both "
-        f"turned, with the exact sign-flip p."
+        f"Per seed, the update at which each training signal turned worse than in the "
+        f"control `{control}`'s run of the same seed: its mean over the episodes that "
+        f"finished in the last {analysis.signal_window} updates worse than the control's by "
+        f"{cfg.min_change:g} of it, for {cfg.patience} updates in a row "
+        f"(ppage_jax.analysis.family.signals). Lead: the task signal `{task}`'s turn minus "
+        f"the other signal's, in updates (positive: the other signal moved first), median "
+        f"over the seeds in which both turned, with the exact sign-flip p."
     )
     lines += [
         "",
-        f"| arm | signal | seeds | turned | `{task}` turned | both | it first | `{task}` first | "
-        f"same update | median lead (updates) | p |",
+        f"| arm | signal | seeds | it turned | `{task}` turned | both | it first | "
+        f"`{task}` first | same update | median lead (updates) | p |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for prefix, path in sweep_dirs(directory):
-        info = json.loads((path / "sweep.json").read_text())
-        per_update = info.get("env_steps_per_update") or 1
-        monitor = info.get("monitor") or {}
-        cfg = MonitorConfig(**(monitor.get("config") or {}))
-        cfg = dataclasses.replace(cfg, window=analysis.signal_window)
-        after = int(monitor.get("warmup_updates") or 0) * per_update
-        curves = read_curves(curves_path(path))
-        for arm in info["arms"]:
-            arm_curves = {m: by_arm[arm] for m, by_arm in curves.items() if arm in by_arm}
-            if "episodes" not in arm_curves:
-                continue
-            for other in others:
-                lag = lead_lag(arm_curves, other, task, cfg, after)
-                turned = [sum(math.isfinite(t[i]) for t in lag.turns.values()) for i in (0, 1)]
-                lines.append(
-                    f"| {prefix}{arm} | `{other}` | {len(lag.turns)} | {turned[0]} | "
-                    f"{turned[1]} | {lag.both} | {lag.first_sooner} | {lag.second_sooner} | "
-                    f"{lag.ties} | {_num(lag.lead / per_update)} | {_num(lag.p)} |"
-                )
+    curves = read_curves(curves_path(directory))
+    reference = {m: by_arm[control] for m, by_arm in curves.items() if control in by_arm}
+    for arm in info["arms"]:
+        if arm == control:
+            continue
+        arm_curves = {m: by_arm[arm] for m, by_arm in curves.items() if arm in by_arm}
+        for other in others:
+            lag = lead_lag(
+                arm_curves,
+                reference,
+                other,
+                task,
+                analysis.signal_window,
+                cfg.min_change,
+                cfg.patience,
+            )
+            turned = [sum(math.isfinite(t[i]) for t in lag.turns.values()) for i in (0, 1)]
+            lines.append(
+                f"| {arm} | `{other}` | {len(lag.turns)} | {turned[0]} | {turned[1]} | "
+                f"{lag.both} | {lag.first_sooner} | {lag.second_sooner} | {lag.ties} | "
+                f"{_num(lag.lead / per_update)} | {_num(lag.p)} |"
+            )
     return lines
+
+
+def write_scenario_report(directory: str | Path) -> Path:
+    """report.md of a sweep with ``scenarios``: each scenario's baselines and arms, the
+    declared analysis over all of them, and links to each scenario's own report."""
+    out = Path(directory)
+    info = json.loads((out / "sweep.json").read_text())
+    analysis = analysis_of(info)
+    lines = [f"# Sweep report: {info.get('sweep', '')}", ""]
+    lines.append(
+        f"{len(info['scenarios'])} scenarios ({', '.join(info['scenarios'])}), each its own "
+        f"sweep directory, {len(info['arms'])} arms x {info['seeds']} seeds in each; "
+        f"{info.get('seconds', 0):.0f} s in all."
+    )
+    lines += family_lines(out, analysis)
+    lines += ["", "## Scenarios", ""]
+    lines += [f"- [{name}]({name}/report.md)" for name in info["scenarios"]]
+    path = out / "report.md"
+    write_text(path, "\n".join(lines) + "\n")
+    return path

@@ -1,27 +1,30 @@
-"""Which training signal moves first: the update at which each signal of a run turns bad.
+"""Which training signal moves first: the update at which each signal of a run departs from
+its control's.
 
-A signal (a training-curve metric such as ``captures`` or ``episode_length``) *turns* at
-the first update where its episode-weighted level over the last ``window`` blocks (the
-monitor's blocks of at least ``min_episodes`` finished episodes,
-:func:`ppage_jax.train.run.monitor.pool_rows`) is worse than its best window so far (one
-that ended at least a window earlier) by ``min_change`` of that best level, for
-``patience`` blocks in a row: the monitor's peak-relative rule, on one signal. For each arm
-the turning updates of two signals are paired by seed; the seeds in which both turned give
-the lead in updates (second signal's turn minus the first's: positive when the first moved
-first) and its exact sign-flip p. A seed in which a signal never turned is censored at the
-run's end.
+A stall is read against the arm's declared control (``signal_control``: the same design
+with the stall removed, trained on the same seeds), so that what every run goes through
+(the early updates, in which only the short episodes have finished; the learning itself)
+cancels out. Per seed and update, each signal (a training-curve metric such as
+``capture_rate``, ``episode_length`` or ``hover_share``) is the mean over the episodes that
+finished in the last ``window`` updates, in the arm's run and in the control's run of the
+same seed. The signal *turns* at the first update at which the arm's level is worse than the
+control's by ``min_change`` of the control's, for ``patience`` updates in a row. Every signal
+is read with the same window, so the delay the window adds is the same for each and their
+order is kept. For each arm, the task's signal (the first declared) is paired by seed with
+each other one: the seeds in which both turned give the lead in env steps (the task's turn
+minus the other's: positive when the other moved first) and its exact sign-flip p. A seed in
+which a signal never turned is left out of the lead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
 from ppage_jax.stats.paired import sign_flip_p
-from ppage_jax.train.run.monitor import MonitorConfig, pool_rows
 
 # signal -> the direction in which it moving is bad for the predators' task (+1 rising)
 BAD_DIRECTION = {
@@ -31,49 +34,46 @@ BAD_DIRECTION = {
     "steps_to_capture": +1,
     "hover_share": +1,
 }
+Series = Mapping[int, float]  # env_steps -> value
 
 
-def blocks_of(
-    series: Mapping[str, Mapping[int, float]], min_episodes: int, after: int = 0
-) -> list[dict[str, float]]:
-    """One seed's curve (metric -> {env_steps: value}, with ``episodes``) pooled into the
-    monitor's blocks, each with the env steps of its last update; the updates up to
-    ``after`` env steps (the warm-up) are left out."""
-    steps = sorted(s for s in series.get("episodes", {}) if s > after)
-    pending: list[dict] = []
-    out = []
-    for s in steps:
-        row = {"env_steps": s, **{m: v.get(s, math.nan) for m, v in series.items()}}
-        pending.append(row)
-        if sum(max(0.0, r["episodes"] or 0.0) for r in pending) >= min_episodes:
-            out.append(pool_rows(pending))
-            pending = []
-    return out
+def trailing_level(values: Series, episodes: Series, window: int) -> dict[int, float]:
+    """env_steps -> the mean of ``values`` over the episodes that finished in the last
+    ``window`` updates (NaN where none did)."""
+    steps = sorted(values)
+    v = np.asarray([values[s] for s in steps], np.float64)
+    w = np.asarray([float(episodes.get(s, 0.0) or 0.0) for s in steps], np.float64)
+    w = np.where(np.isfinite(v), w, 0.0)
+    total = np.convolve(np.where(w > 0, v, 0.0) * w, np.ones(window))[: len(steps)]
+    count = np.convolve(w, np.ones(window))[: len(steps)]
+    level = np.where(count > 0, total / np.maximum(count, 1e-12), np.nan)
+    return dict(zip(steps, level.tolist(), strict=True))
 
 
-def turning_step(blocks: Sequence[Mapping[str, float]], metric: str, cfg: MonitorConfig) -> float:
-    """The env steps at which ``metric`` turned bad (see the module docstring), NaN if never."""
+def turning_step(
+    arm: Mapping[str, Series],
+    control: Mapping[str, Series],
+    metric: str,
+    window: int,
+    min_change: float,
+    patience: int,
+) -> float:
+    """The env steps at which ``metric`` of one seed's run (``arm``: metric -> series, with
+    ``episodes``) turned worse than the control's run of the same seed, NaN if never."""
     direction = BAD_DIRECTION[metric]
-    levels = np.asarray([float(b.get(metric, math.nan)) for b in blocks], np.float64)
-    weights = np.asarray([float(b.get("episodes", 0.0)) for b in blocks], np.float64)
-    windows = []
+    mine = trailing_level(arm[metric], arm["episodes"], window)
+    theirs = trailing_level(control[metric], control["episodes"], window)
     streak = 0
-    for end in range(cfg.window, len(blocks) + 1):
-        v, w = levels[end - cfg.window : end], weights[end - cfg.window : end]
-        keep = np.isfinite(v) & (w > 0)
-        if not keep.any():
-            windows.append(math.nan)
-            continue
-        good = -direction * float(np.average(v[keep], weights=w[keep]))
-        windows.append(good)
-        earlier = [x for x in windows[: len(windows) - cfg.window] if math.isfinite(x)]
-        turned = False
-        if earlier:
-            best = max(earlier)
-            turned = best - good >= cfg.min_change * max(abs(best), 1e-9)
-        streak = streak + 1 if turned else 0
-        if streak >= cfg.patience:
-            return float(blocks[end - 1]["env_steps"])
+    for s in sorted(set(mine) & set(theirs)):
+        a, b = mine[s], theirs[s]
+        worse = (
+            math.isfinite(a)
+            and math.isfinite(b)
+            and direction * (a - b) >= min_change * max(abs(b), 1e-9)
+        )
+        streak = streak + 1 if worse else 0
+        if streak >= patience:
+            return float(s)
     return math.nan
 
 
@@ -93,21 +93,25 @@ class LeadLag:
 
 
 def lead_lag(
-    curves: Mapping[str, Mapping[int, Mapping[int, float]]],
+    curves: Mapping[str, Mapping[int, Series]],
+    control: Mapping[str, Mapping[int, Series]],
     first: str,
     second: str,
-    cfg: MonitorConfig,
-    after: int = 0,
+    window: int = 4,
+    min_change: float = 0.1,
+    patience: int = 3,
 ) -> LeadLag:
-    """``curves``: one arm's curves, metric -> {seed: {env_steps: value}} (with
-    ``episodes``); the turning points of ``first`` and ``second`` paired by seed (read from
-    past ``after`` env steps, with ``cfg``'s window, patience and minimum change)."""
-    seeds = sorted(curves.get("episodes", {}))
+    """``curves`` and ``control``: one arm's and its control's curves, metric -> {seed:
+    {env_steps: value}} (with ``episodes``); the turning points of ``first`` and ``second``
+    paired by seed (see the module docstring)."""
+    seeds = sorted(set(curves.get("episodes", {})) & set(control.get("episodes", {})))
     turns = {}
     for seed in seeds:
-        series = {m: by_seed[seed] for m, by_seed in curves.items() if seed in by_seed}
-        blocks = blocks_of(series, cfg.min_episodes, after)
-        turns[seed] = (turning_step(blocks, first, cfg), turning_step(blocks, second, cfg))
+        mine = {m: by_seed[seed] for m, by_seed in curves.items() if seed in by_seed}
+        theirs = {m: by_seed[seed] for m, by_seed in control.items() if seed in by_seed}
+        turns[seed] = tuple(
+            turning_step(mine, theirs, m, window, min_change, patience) for m in (first, second)
+        )
     both = [(a, b) for a, b in turns.values() if math.isfinite(a) and math.isfinite(b)]
     diffs = np.asarray([b - a for a, b in both], np.float64)
     return LeadLag(

@@ -530,7 +530,7 @@ def _recorded_seconds(directory: Path) -> float:
 
 
 def run_sweep(
-    spec: SweepSpec,
+    spec: SweepSpec | ScenarioSweep,
     train_fn: TrainFn | None = None,
     eval_fn: EvalFn | None = None,
     env_steps_per_update: int | None = None,
@@ -575,7 +575,26 @@ def run_sweep(
     Returns ``{"runs", "results", "curves", "chunk_size", "chunks", "chunks_run", "layout",
     "compile_seconds", "seconds", "output_dir", "stopped"}`` (results: {(arm, seed):
     metrics}; ``chunks`` counts the finished chunks, ``chunks_run`` those run by this call).
+    A :class:`~ppage_jax.analysis.sweep.spec.ScenarioSweep` runs through
+    :func:`run_scenarios` and returns its summary.
     """
+    if isinstance(spec, ScenarioSweep):  # one sweep per scenario, then the family
+        return run_scenarios(
+            spec,
+            output_dir,
+            report,
+            resume=resume,
+            overwrite=overwrite,
+            source=source,
+            train_fn=train_fn,
+            eval_fn=eval_fn,
+            env_steps_per_update=env_steps_per_update,
+            progress=progress,
+            loggers=loggers,
+            should_stop=should_stop,
+            memory_budget_bytes=memory_budget_bytes,
+            layout=layout,
+        )
     plan = plan_sweep(spec, train_fn, eval_fn, env_steps_per_update, output_dir, layout)
     lead = distributed.is_writer()
     writer = open_writer(plan, source, resume, overwrite)

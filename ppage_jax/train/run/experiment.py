@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +99,9 @@ def start_policy(
     tc = make_train_config(mine, env)
     checkpoint = run_dir / RUN_CHECKPOINT
     try:
-        stacked = load_checkpoint(checkpoint, tc)
+        with warnings.catch_warnings():  # other rewards are the point of fine-tuning
+            warnings.simplefilter("ignore")
+            stacked = load_checkpoint(checkpoint, tc)
     except (CheckpointError, OSError) as err:
         raise fail(f"{key}.policy", str(run_dir), f"its checkpoint does not load: {err}") from None
     num_seeds = int(jax.tree.leaves(stacked)[0].shape[0])
