@@ -144,17 +144,19 @@ def bfs_distances_at(
 
 
 def _action_scores(
-    env: GridWorld, sources: jax.Array, state: State, budget: jax.Array
+    env: GridWorld, sources: jax.Array, state: State, budget: jax.Array, rows: np.ndarray
 ) -> tuple[jax.Array, jax.Array]:
     """For every agent and action, slide up to ``budget`` cells along the action's direction
     (refused moves stay put) and return (closest BFS distance to ``sources`` met on the way,
     distance at the end), both int32[A, n_actions]. The no-op, or a budget of 0, reports the
     current cell for both. The distances are read where the slides go
-    (:func:`bfs_distances_at`)."""
+    (:func:`bfs_distances_at`), for the agent ``rows`` (static indices) alone: the other
+    rows of both arrays are 0."""
     size = env.layout.size
     table = jnp.asarray(env.action_table)
     moves = (table != 0).any(axis=1)  # [n_actions]
-    pos = jnp.broadcast_to(state.positions[:, None, :], (env.num_agents, env.num_actions, 2))
+    budget = budget[rows]
+    pos = jnp.broadcast_to(state.positions[rows, None, :], (len(rows), env.num_actions, 2))
     visited, actives = [pos], []
     for k in range(env.layout.max_speed):  # static, small: the sub-steps of one turn
         active = moves[None, :] & (k < budget)[:, None]
@@ -172,7 +174,8 @@ def _action_scores(
         # The first sub-step leaves the current cell, so it replaces it rather than min-ing.
         closest = jnp.where(active, d if k == 0 else jnp.minimum(closest, d), closest)
         end = jnp.where(active, d, end)
-    return closest, end
+    blank = jnp.zeros((env.num_agents, env.num_actions), closest.dtype)
+    return blank.at[rows].set(closest), blank.at[rows].set(end)
 
 
 def _turn_budget(state: State, params: EnvParams) -> jax.Array:
@@ -214,11 +217,13 @@ def greedy_chase(env: GridWorld, params: EnvParams | None = None) -> Policy:
     """
     params = env.default_params if params is None else params
     is_predator = jnp.asarray(env.is_predator)
+    predators = np.flatnonzero(np.asarray(env.is_predator))
     unreachable = env.layout.size**2
 
     def act(key: Key, obs: Observations, state: State) -> Actions:
         sources = _cells_of(env, state, ~is_predator & ~state.captured)
-        closest, end = _action_scores(env, sources, state, _turn_budget(state, params))
+        budget = _turn_budget(state, params)
+        closest, end = _action_scores(env, sources, state, budget, predators)
         action = _pick_best(key, -closest, -end)
         reachable = closest.min(axis=1) < unreachable
         return jnp.where(is_predator & reachable, action, env.noop_action).astype(jnp.int32)
@@ -235,10 +240,11 @@ def greedy_evade(env: GridWorld, params: EnvParams | None = None) -> Policy:
     """
     params = env.default_params if params is None else params
     is_predator = jnp.asarray(env.is_predator)
+    prey = np.flatnonzero(~np.asarray(env.is_predator))
 
     def act(key: Key, obs: Observations, state: State) -> Actions:
         sources = _cells_of(env, state, is_predator)
-        closest, end = _action_scores(env, sources, state, _turn_budget(state, params))
+        closest, end = _action_scores(env, sources, state, _turn_budget(state, params), prey)
         action = _pick_best(key, closest, end)
         return jnp.where(is_predator, env.noop_action, action).astype(jnp.int32)
 

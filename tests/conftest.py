@@ -7,8 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import ppage_jax as pj
+
+# Property tests draw the same examples on every run and keep no example database: a failure
+# found once is found again by the same seed, never replayed from a checkout's .hypothesis/
+# folder into every later run.
+settings.register_profile("ppage", derandomize=True, database=None)
+settings.load_profile("ppage")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

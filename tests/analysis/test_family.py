@@ -23,7 +23,6 @@ from ppage_jax.analysis.sweep.curves import weighted_band, weighted_bins
 from ppage_jax.analysis.sweep.run import check_headroom, run_scenarios, run_sweep
 from ppage_jax.analysis.sweep.spec import load_sweep
 from ppage_jax.config import ConfigError
-from ppage_jax.train.run.monitor import MonitorConfig
 
 # The sweep tests' tiny scenario with one learning role against greedy-evade prey, so the random
 # and chase baselines exist.
@@ -177,19 +176,26 @@ def test_curves_are_weighted_by_the_episodes_that_finished():
 
 
 def test_the_episode_length_turns_before_the_captures():
-    # captures climb to 1.8 and fall after update 120; episodes lengthen from update 80
-    updates = range(1, 201)
-    curves = {
+    # against a control run of the same seed: captures fall from update 60 (by 0.02 an update
+    # from 0.9), episodes lengthen from update 40 (by 2 turns an update from 40)
+    updates = range(1, 121)
+    control = {
         "episodes": {0: {u: 40 for u in updates}},
-        "captures": {0: {u: 1.8 if u <= 120 else 1.8 - 0.01 * (u - 120) for u in updates}},
-        "episode_length": {0: {u: 40.0 if u <= 80 else 40.0 + (u - 80) for u in updates}},
+        "capture_rate": {0: {u: 0.9 for u in updates}},
+        "episode_length": {0: {u: 40.0 for u in updates}},
     }
-    lag = lead_lag(curves, "episode_length", "captures", MonitorConfig())
-    turned_length, turned_captures = lag.turns[0]
-    assert turned_length < turned_captures and lag.first_sooner == 1 and lag.both == 1
-    assert lag.lead == turned_captures - turned_length and math.isnan(lag.p) is False
-    flat = {**curves, "captures": {0: {u: 1.8 for u in updates}}}
-    assert math.isnan(lead_lag(flat, "episode_length", "captures", MonitorConfig()).turns[0][1])
+    stalled = {
+        "episodes": control["episodes"],
+        "capture_rate": {0: {u: 0.9 - 0.02 * max(0, u - 60) for u in updates}},
+        "episode_length": {0: {u: 40.0 + 2.0 * max(0, u - 40) for u in updates}},
+    }
+    lag = lead_lag(stalled, control, "episode_length", "capture_rate", window=1, patience=3)
+    # 10 % of the control's level: 4 turns (update 42), 0.09 (update 65); held 3 updates
+    assert lag.turns[0] == (44.0, 67.0)
+    assert (lag.both, lag.first_sooner, lag.second_sooner, lag.lead) == (1, 1, 0, 23.0)
+    assert lag.p == 1.0  # one seed: both signs of one difference are as extreme
+    same = lead_lag(control, control, "episode_length", "capture_rate")
+    assert math.isnan(same.turns[0][0]) and same.both == 0 and math.isnan(same.p)
 
 
 # ------------------------------------------------------------------ through run_sweep

@@ -100,6 +100,9 @@ def test_fuzz_names_accepted_are_single_path_parts_and_table_cells(name):
         assert Path(name).name == name and name not in (".", "..")
         assert not re.search(r"[\s|/\\.]", name)
         assert check_run_name(f"{name}/seed_0") == f"{name}/seed_0"
+    elif name.split("/") and all(is_safe_name(part) for part in name.split("/")):
+        # A run name joins safe parts with '/' (arm/seed_0): accepted as it is.
+        assert check_run_name(name) == name
     else:
         with pytest.raises(OutputError):
             check_run_name(name)

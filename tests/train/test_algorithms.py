@@ -67,6 +67,7 @@ def test_declarations_keep_the_documented_defaults():
         "obs_scale": None,
         "reward_scale": 0.01,
         "anneal_lr": True,
+        "normalize_rewards": False,
         "update_epochs": 2,
         "num_minibatches": 4,
         "gae_lambda": 0.95,
