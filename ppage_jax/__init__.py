@@ -57,6 +57,7 @@ _LAZY: dict[str, str] = {
     "run_sweep": "ppage_jax.analysis.sweep",
     "load_search": "ppage_jax.analysis.search",
     "search_rewards": "ppage_jax.analysis.search",
+    "enable_compile_cache": "ppage_jax.compilation.cache",
 }
 
 

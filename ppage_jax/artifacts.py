@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import shutil
@@ -55,8 +56,9 @@ def clear_output(
     """Make way for a new ``kind`` (run, sweep, search) in ``directory``: refused
     (:class:`OutputError`, ``resume`` the flag that would continue it, ``elsewhere`` the
     other way out) while it holds any of the ``kind``'s files ``names``, unless
-    ``overwrite``, which deletes them (nothing else)."""
-    present = [name for name in names if (directory / name).exists()]
+    ``overwrite``, which deletes them (nothing else; a symbolic link is removed, never
+    followed)."""
+    present = [name for name in names if os.path.lexists(directory / name)]
     if present and not overwrite:
         raise OutputError(
             f"{kind} directory {directory} already holds a {kind} ({', '.join(present)}); "
@@ -64,7 +66,10 @@ def clear_output(
         )
     for name in present:
         target = directory / name
-        shutil.rmtree(target) if target.is_dir() else target.unlink()
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
 
 
 def _file_mode() -> int:
@@ -79,7 +84,8 @@ _MODE = _file_mode()
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` (same suffix) to write to; when the block ends
-    without an error it is flushed to disk and renamed over ``path``, otherwise removed."""
+    without an error it is flushed to disk and renamed over ``path`` (a symbolic link there
+    is replaced, never followed), otherwise removed (an OS error then names ``path``)."""
     path = Path(path)
     fd, name = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}{PARTIAL}", suffix=path.suffix
@@ -93,9 +99,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             os.fsync(handle.fileno())
         fault(f"write:{path.name}", path)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(err, OSError) and err.errno and err.filename in (None, str(tmp)):
+            # a full disk while writing names no file, or the temporary one: name the target
+            raise OSError(err.errno, err.strerror or os.strerror(err.errno), str(path)) from None
         raise
 
 
@@ -126,10 +135,12 @@ def write_json(path: str | os.PathLike, obj: Any, **dump_kwargs: Any) -> Path:
 
 
 def save_figure(fig: Any, path: str | os.PathLike, **savefig_kwargs: Any) -> Path:
-    """``fig.savefig(path)`` atomically (the format follows the suffix); returns the path."""
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, **savefig_kwargs)
-    return Path(path)
+    """``fig.savefig(path)`` atomically (the format follows the suffix, unless ``format``
+    is given): drawn in memory, then written by :func:`write_bytes`; returns the path."""
+    savefig_kwargs.setdefault("format", Path(path).suffix.lstrip(".") or None)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, **savefig_kwargs)
+    return write_bytes(path, buffer.getvalue())
 
 
 def remove_partial_files(directory: str | os.PathLike) -> list[Path]:
@@ -146,43 +157,60 @@ def _reason(err: OSError) -> str:
     return err.strerror or str(err)
 
 
+def _probe(directory: Path, name: str = "") -> None:
+    """Create and remove a hidden file in ``directory`` (named like :func:`atomic_path`'s
+    temporary file of ``name``, so a name the file system refuses fails here)."""
+    prefix = f".{name}{PARTIAL}" if name else f".write-test{PARTIAL}"
+    fd, probe = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=Path(name).suffix)
+    os.close(fd)
+    os.unlink(probe)
+
+
 def prepare_output_dir(path: str | os.PathLike, what: str = "output directory") -> Path:
     """Create directory ``path`` (with its parents) and check that files can be created in
-    it; :class:`OutputError` (one line) when it is a file or cannot be created or written."""
+    it; :class:`OutputError` (one line) when it is a file, or the OS refuses to create it or
+    to write in it (no permission, a name too long, ``/proc``)."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    try:
+        is_file = path.exists() and not path.is_dir()
+    except OSError as err:  # a name too long, a loop of links
+        raise OutputError(f"cannot use {what} {path}: {_reason(err)}") from None
+    if is_file:
         raise OutputError(f"{what} {path} is an existing file, not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise OutputError(f"cannot create {what} {path}: {_reason(err)}") from None
     try:
-        fd, probe = tempfile.mkstemp(dir=path, prefix=f".write-test{PARTIAL}")
-        os.close(fd)
-        os.unlink(probe)
+        _probe(path)
     except OSError as err:
         raise OutputError(f"{what} {path} is not writable: {_reason(err)}") from None
     return path
 
 
 def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
-    """Check that ``path`` can be written later: not a directory, and its directory exists
-    and is writable; :class:`OutputError` (one line) otherwise."""
+    """Check that ``path`` can be written later: not a directory, its directory exists and
+    is writable, and the OS accepts its name; :class:`OutputError` (one line) otherwise."""
     path = Path(path)
-    if path.is_dir():
-        raise OutputError(f"{what} {path} is a directory; give a file name")
     parent = path.parent
-    if not parent.is_dir():
-        kind = "is not a directory" if parent.exists() else "does not exist"
-        raise OutputError(f"{what} {path}: directory {parent} {kind}")
     try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".write-test{PARTIAL}")
-        os.close(fd)
-        os.unlink(probe)
+        if path.is_dir():
+            raise OutputError(f"{what} {path} is a directory; give a file name")
+        if not parent.is_dir():
+            kind = "is not a directory" if parent.exists() else "does not exist"
+            raise OutputError(f"{what} {path}: directory {parent} {kind}")
+    except OSError as err:  # a name too long, a loop of links
+        raise OutputError(f"cannot use {what} {path}: {_reason(err)}") from None
+    try:
+        _probe(parent)
     except OSError as err:
         raise OutputError(
             f"{what} {path}: directory {parent} is not writable: {_reason(err)}"
         ) from None
+    try:
+        _probe(parent, path.name)
+    except OSError as err:
+        raise OutputError(f"cannot use {what} {path}: {_reason(err)}") from None
     return path
 
 
@@ -194,7 +222,9 @@ class DirectoryLock:
     the writer's PID): one writer per run or sweep directory. The kernel drops the lock when
     the process ends, so a crashed writer leaves no stale lock; :meth:`release` (or leaving
     the ``with`` block) drops it and removes the file. A second writer gets
-    :class:`OutputError` naming the holder's PID."""
+    :class:`OutputError` naming the holder's PID; so does a ``.lock`` that is a symbolic
+    link, or not a regular file of its own (a hard link, a FIFO): it is never written
+    through."""
 
     def __init__(self, directory: str | os.PathLike, what: str = "directory"):
         self.directory = Path(directory)
@@ -202,16 +232,47 @@ class DirectoryLock:
         self.what = what
         self._fd: int | None = None
 
+    def _refuse(self, problem: str) -> OutputError:
+        return OutputError(
+            f"cannot lock {self.what} {self.directory}: {self.path} is {problem}, not a lock "
+            f"file; remove it (a lock is a regular file ppage-jax creates)"
+        )
+
+    def _open(self) -> int | None:
+        """The lock file, created or opened without following a link; None when it
+        vanished between the two tries."""
+        flags = os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        except OSError as err:
+            raise self._failure(err) from None
+        try:
+            return os.open(self.path, flags | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise self._failure(err) from None
+
+    def _failure(self, err: OSError) -> OutputError:
+        if self.path.is_symlink():  # O_NOFOLLOW: ELOOP
+            return self._refuse("a symbolic link")
+        return OutputError(f"cannot lock {self.what} {self.directory}: {_reason(err)}")
+
     def acquire(self) -> DirectoryLock:
         import fcntl
+        import stat
 
         while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as err:
-                raise OutputError(
-                    f"cannot lock {self.what} {self.directory}: {_reason(err)}"
-                ) from None
+            fd = self._open()
+            if fd is None:
+                continue
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                os.close(fd)
+                kind = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link"
+                raise self._refuse(kind)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -221,23 +282,32 @@ class DirectoryLock:
                     f"{self.what} {self.directory} is in use by another ppage-jax process "
                     f"(PID {holder}, lock {self.path}); wait for it to finish or stop it"
                 ) from None
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:  # else the previous holder removed the file as we opened it: retry
-                break
+            if self._is_mine(info):
+                break  # else the previous holder removed the file as we opened it: retry
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as err:  # a full disk: an I/O error naming the lock
+            self.release()
+            raise OSError(err.errno, err.strerror, str(self.path)) from None
         return self
+
+    def _is_mine(self, info: os.stat_result) -> bool:
+        """Whether ``DIR/.lock`` (not followed) is still the file ``info`` describes."""
+        try:
+            now = os.lstat(self.path)
+        except FileNotFoundError:
+            return False
+        return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
 
     def release(self) -> None:
         if self._fd is None:
             return
         with contextlib.suppress(OSError):
-            self.path.unlink()
+            if self._is_mine(os.fstat(self._fd)):  # never a file or link put in its place
+                self.path.unlink()
         os.close(self._fd)
         self._fd = None
 
@@ -250,11 +320,15 @@ class DirectoryLock:
 
 def inside(parent: str | os.PathLike, name: str, what: str = "name") -> Path:
     """``parent / name``, refused (:class:`OutputError`, one line) when ``name`` is absolute
-    or climbs out of ``parent`` (``..``, a link), so that no user text writes elsewhere."""
+    or climbs out of ``parent`` (``..``, or a symbolic link inside ``parent``), so that no
+    user text or link placed there writes elsewhere."""
     parent = Path(parent)
     target = parent / name
     if Path(name).is_absolute() or not target.resolve().is_relative_to(parent.resolve()):
-        raise OutputError(f"{what} {name!r} would write outside {parent}; refused")
+        raise OutputError(
+            f"{what} {name!r} would write outside {parent} (through '..', an absolute path "
+            f"or a symbolic link); refused"
+        )
     return target
 
 

@@ -49,6 +49,8 @@ LAYOUT_RULES = (
     "positions[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
     "obstacles[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
     "positions[{i}] = {v}: the agent stands on an obstacle",
+    "positions[{i}] = {v}: the prey shares its cell with a predator (no episode starts so: "
+    "reset puts every agent on a cell of its own, and a prey on a predator's cell is captured)",
     "obstacles[{i}] = {v} shares its cell with another obstacle (obstacles must be distinct)",
 )
 
@@ -121,7 +123,9 @@ def _finite_float32(what: str, value: Any) -> None:
         )
 
 
-def _layout_faults(xp: Any, positions: Any, obstacles: Any, size: int) -> list[Any]:
+def _layout_faults(
+    xp: Any, positions: Any, obstacles: Any, size: int, is_predator: np.ndarray
+) -> list[Any]:
     """The first offending row of each of LAYOUT_RULES (-1 if none), for NumPy (``xp=np``)
     or traced (``xp=jnp``) integer arrays of any width: O(cells) work."""
 
@@ -136,14 +140,25 @@ def _layout_faults(xp: Any, positions: Any, obstacles: Any, size: int) -> list[A
 
     off_agent = ((positions < 0) | (positions >= size)).any(axis=1)
     off_obstacle = ((obstacles < 0) | (obstacles >= size)).any(axis=1)
-    weights = (~off_obstacle).astype(xp.int32)
-    if xp is np:
-        counts = np.bincount(cells(obstacles), weights, minlength=size * size)
-    else:
-        counts = jnp.zeros(size * size, jnp.int32).at[cells(obstacles)].add(weights)
+
+    def count(xy, on_grid):  # how many of the rows with on_grid stand on each cell
+        weights = on_grid.astype(xp.int32)
+        if xp is np:
+            return np.bincount(cells(xy), weights, minlength=size * size)
+        return jnp.zeros(size * size, jnp.int32).at[cells(xy)].add(weights)
+
+    counts = count(obstacles, ~off_obstacle)
     on_obstacle = (counts[cells(positions)] > 0) & ~off_agent
+    predators = count(positions, ~off_agent & is_predator)
+    on_predator = (predators[cells(positions)] > 0) & ~off_agent & ~is_predator
     repeated = (counts[cells(obstacles)] > 1) & ~off_obstacle
-    return [first(off_agent), first(off_obstacle), first(on_obstacle), first(repeated)]
+    return [
+        first(off_agent),
+        first(off_obstacle),
+        first(on_obstacle),
+        first(on_predator),
+        first(repeated),
+    ]
 
 
 class GridWorld:
@@ -395,8 +410,8 @@ class GridWorld:
         obstacles int[K, 2], as [x, y].
 
         Shapes and integer dtypes are checked (never reshaped). Concrete inputs are also
-        checked against LAYOUT_RULES (a cell off the grid, an agent on an obstacle, two
-        obstacles on one cell): ValueError. Traced inputs are not; use
+        checked against LAYOUT_RULES (a cell off the grid, an agent on an obstacle, a prey
+        on a predator's cell, two obstacles on one cell): ValueError. Traced inputs are not; use
         :meth:`checked_reset_to` for that inside ``jit``.
         """
         params = self._params(params)
@@ -406,7 +421,7 @@ class GridWorld:
         )
         if concrete:
             host_p, host_o = np.asarray(positions), np.asarray(obstacles)
-            faults = _layout_faults(np, host_p, host_o, self.layout.size)
+            faults = _layout_faults(np, host_p, host_o, self.layout.size, self.is_predator)
             for rule, row in zip(LAYOUT_RULES, faults, strict=True):
                 if row >= 0:
                     values = host_p if rule.startswith("positions") else host_o
@@ -432,7 +447,7 @@ class GridWorld:
         params = self._params(params)
         positions, obstacles = self._layout_arrays(positions, obstacles)
         positions, obstacles = jnp.asarray(positions), jnp.asarray(obstacles)
-        faults = _layout_faults(jnp, positions, obstacles, self.layout.size)
+        faults = _layout_faults(jnp, positions, obstacles, self.layout.size, self.is_predator)
         for rule, row in zip(LAYOUT_RULES, faults, strict=True):
             values = positions if rule.startswith("positions") else obstacles
             if values.shape[0]:
@@ -556,20 +571,72 @@ class GridWorld:
         unit = jnp.where(runs, self.composer.substep_unit(state, after, events, params.reward), 0.0)
         return after, unit_terms + unit
 
+    def _host_or_jax(self, value: Any, what: str, expected: str) -> Any:
+        """``value`` as a JAX array (kept) or a NumPy array. A list or tuple holding traced
+        values (under ``jit`` a list is a pytree whose items are traced one by one) and a
+        ragged or non-numeric sequence raise TypeError naming ``what``."""
+        if isinstance(value, jax.Array):
+            return value
+        if isinstance(value, list | tuple) and any(
+            isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)
+        ):
+            raise TypeError(
+                f"step: {what} must be {expected}; got a {type(value).__name__} of traced "
+                f"values (under jit each item of a {type(value).__name__} is traced on its "
+                "own): pass an array, e.g. jnp.asarray(actions)"
+            )
+        try:
+            return np.asarray(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"step: {what} must be {expected}; got {short_repr(value)}") from None
+
     def _action_array(self, actions: Any) -> Any:
         """``actions`` as an array after the static checks: an integer dtype (of any width)
         and the shape (A,); TypeError / ValueError otherwise, also at trace time."""
-        if not isinstance(actions, jax.Array):
-            actions = np.asarray(actions)
         expected = (
             f"an integer array of shape ({self.num_agents},) (one action per agent, "
             f"predators first)"
         )
+        actions = self._host_or_jax(actions, "actions", expected)
         if not jnp.issubdtype(actions.dtype, jnp.integer):
             raise TypeError(f"step: actions must be {expected}; got dtype {actions.dtype}")
         if actions.shape != (self.num_agents,):
             raise ValueError(f"step: actions must be {expected}; got shape {tuple(actions.shape)}")
         return actions
+
+    def actions_from_dict(self, actions: Mapping[str, Any]) -> Any:
+        """The action array of ``{agent name: action}``, the form the adapters take: one
+        integer scalar per agent (an agent left out takes the no-op), stacked in the values'
+        own integer width (JAX's promotion of them when one is traced, NumPy's otherwise).
+
+        Not a mapping, or a value that is not an integer scalar (a float, NaN, a bool, an
+        array of another shape), raises TypeError / ValueError naming the agent, an unknown
+        agent name ValueError; the values are range-checked by :meth:`action_rows` and
+        :meth:`step`, not here.
+        """
+        names = list(self.agent_names)
+        if not isinstance(actions, Mapping):
+            raise TypeError(
+                f"step: actions must be a dict {{agent name: action}} (agents: {names}); "
+                f"got {type(actions).__name__}"
+            )
+        for name in actions:
+            if name not in names:
+                raise ValueError(f"unknown agent {name!r}; agents: {names}")
+        noop = np.asarray(self.noop_action, np.int32)
+        expected = f"an integer scalar (an index into the action table, [0, {self.num_actions}))"
+        values = []
+        for name in names:
+            what = f"actions[{name!r}]"
+            value = self._host_or_jax(actions.get(name, noop), what, expected)
+            if not jnp.issubdtype(value.dtype, jnp.integer):
+                raise TypeError(f"step: {what} must be {expected}; got dtype {value.dtype}")
+            if value.shape != ():
+                raise ValueError(f"step: {what} must be {expected}; got shape {value.shape}")
+            values.append(value)
+        if any(isinstance(v, jax.core.Tracer) for v in values):
+            return jnp.stack(values)
+        return np.stack([np.asarray(v) for v in values])
 
     def _action_fault(self, actions: Any) -> tuple[str | None, Any]:
         """For concrete actions: ``(the broken ACTION_RULE or None, the actions as int32 with
@@ -585,10 +652,13 @@ class GridWorld:
             )
         return fault, np.where(bad, self.noop_action, host).astype(np.int32)
 
-    def _actions(self, actions: Any) -> jax.Array:
-        """int32[A] table rows. Concrete actions outside ``[0, num_actions)`` are refused
-        (ValueError naming the first); traced ones (``jit``, ``vmap``) become the no-op
-        (:meth:`checked_step` reports them)."""
+    def action_rows(self, actions: Actions) -> jax.Array:
+        """int32[A]: the action-table rows ``step`` takes for ``actions`` (an integer array of
+        shape (A,), any width; :meth:`actions_from_dict` builds one from a dict), checked as
+        ``step`` checks them. A wrong dtype or shape raises TypeError / ValueError (also under
+        ``jit``); a concrete action outside ``[0, num_actions)`` raises ValueError naming the
+        first (compared in its own width); a traced one becomes the no-op
+        (:meth:`checked_step` reports it)."""
         actions = self._action_array(actions)
         if not isinstance(actions, jax.core.Tracer):
             fault, rows = self._action_fault(actions)
@@ -625,9 +695,10 @@ class GridWorld:
         does under ``jit``: an out-of-range action is the no-op, a finished state steps on.
 
         Concrete actions are checked in their own width. Under ``jit`` with
-        ``jax_enable_x64`` off, JAX casts an int64 host array to int32 at the ``jit``
-        boundary, before this method sees it (``2**32`` arrives as 0, a move): pass int32
-        actions into jitted code.
+        ``jax_enable_x64`` off, JAX keeps the low 32 bits of an int64 NumPy argument at the
+        ``jit`` boundary, silently, before this method runs (``2**32`` arrives as 0, a move,
+        and is not reported): pass int32 actions into jitted code (docs/semantics.md, "Bad
+        inputs to a step").
         """
         actions = self._action_array(actions)
         fault = None
@@ -676,10 +747,14 @@ class GridWorld:
         ``info["captured"]`` bool[A], ``info["captures"]`` (prey captured this turn) and
         ``info["captures_total"]`` (this episode so far).
 
-        Concrete inputs are checked: an action outside ``[0, num_actions)`` (in its own
-        integer width) and a state whose episode has ended raise ValueError. Traced ones are
-        not (an out-of-range action is the no-op, a finished state steps on as in PPAGE); use
-        :meth:`checked_step` for that inside ``jit``.
+        ``actions`` is an integer array of shape (A,) (:meth:`action_rows`); another dtype or
+        shape, or a list under ``jit``, raises TypeError / ValueError, also at trace time.
+        Concrete inputs are checked too: an action outside ``[0, num_actions)`` (in its own
+        integer width), a state whose episode has ended and a reward term that comes out NaN
+        or infinite (named) raise ValueError. Traced ones are not (an out-of-range action is
+        the no-op, a finished state steps on as in PPAGE; no host sync); use
+        :meth:`checked_step` for the first two inside ``jit``. docs/semantics.md tabulates
+        what each entry point does with a bad input.
         """
         return self._step(key, state, actions, params, check=True)
 
@@ -688,7 +763,7 @@ class GridWorld:
         params = self._params(params)
         if check:
             self._check_running(state)
-            rows = self._actions(actions)
+            rows = self.action_rows(actions)
         else:  # checked_step reported them; out-of-range traced actions are the no-op
             actions = self._action_array(actions)
             valid = (actions >= 0) & (actions < self.num_actions)
@@ -723,6 +798,11 @@ class GridWorld:
         )
         unit_terms = unit_terms + self.composer.turn_unit(start, state, terminated, params.reward)
         terms = self.composer.weigh(unit_terms, params.reward)
+        if check and not isinstance(terms, jax.core.Tracer):
+            weights, turn = params.reward.weights, int(start.turn)
+            fault = self.composer.nonfinite_fault(unit_terms, terms, weights, turn)
+            if fault is not None:
+                raise ValueError(f"step: {fault}")
         # Column by column, left to right (as NumPy sums a short axis): XLA's reduce over a
         # tiny trailing axis costs a third of a 3v3 step on CPU.
         columns = [terms[:, t] for t in range(terms.shape[1])]

@@ -14,6 +14,8 @@ is in ``info["final_obs"]``, and ``terminated`` / ``truncated`` are reported apa
 from __future__ import annotations
 
 import math
+import numbers
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -74,6 +76,17 @@ def default_resets_per_step(num_envs: int) -> int:
     return max(1, min(num_envs, math.ceil(expected + 3 * math.sqrt(expected))))
 
 
+def _count(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """``value`` as an int if it is an integer in [low, high] (``high`` is num_envs);
+    TypeError for a non-integer (2.5, True), ValueError outside the range, naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        rule = f">= {low}" if high is None else f"in [{low}, num_envs={high}]"
+        raise ValueError(f"{name} must be {rule}, got {value}")
+    return int(value)
+
+
 class BatchedAutoResetEnv:
     """Auto-reset for a batch of ``num_envs`` grids (E) that draws few layouts per step.
 
@@ -107,18 +120,13 @@ class BatchedAutoResetEnv:
         resets_per_step: int | None = None,
         one_by_one: int | None = None,
     ):
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        num_envs = _count("num_envs", num_envs, 1)
         if resets_per_step is None:
             resets_per_step = default_resets_per_step(num_envs)
-        if not 1 <= resets_per_step <= num_envs:
-            raise ValueError(
-                f"resets_per_step must be in [1, num_envs={num_envs}], got {resets_per_step}"
-            )
+        resets_per_step = _count("resets_per_step", resets_per_step, 1, num_envs)
         if one_by_one is None:
             one_by_one = resets_per_step // 4
-        if not 0 <= one_by_one <= num_envs:
-            raise ValueError(f"one_by_one must be in [0, num_envs={num_envs}], got {one_by_one}")
+        one_by_one = _count("one_by_one", one_by_one, 0, num_envs)
         self.env = env
         self.num_envs = int(num_envs)
         self.resets_per_step = int(resets_per_step)

@@ -17,6 +17,11 @@ import ppage_jax as pj
 settings.register_profile("ppage", derandomize=True, database=None)
 settings.load_profile("ppage")
 
+# The command line keeps compiled programs in a persistent cache by default; the tests run
+# without it (in this process and the CLI processes they start), except the cache's own
+# tests, which give it a folder of their own.
+os.environ["PPAGE_JAX_COMPILE_CACHE"] = "0"
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -89,7 +89,10 @@ def run_turn(env: pj.GridWorld, positions, actions, obstacles, params=None, capt
     """One jitted turn from a hand-built layout: (state_after, terminated, truncated,
     {term: float32[A] weighted contribution})."""
     params = env.default_params if params is None else params
-    _, state = env.reset_to(jnp.asarray(positions), jnp.asarray(obstacles), params)
+    # A mid-episode state (``captured``) may hold a captured prey under a predator, which the
+    # eager reset_to refuses as the start of an episode; traced, reset_to builds it as given.
+    reset_to = env.reset_to if captured is None else jit_reset_to(env)
+    _, state = reset_to(jnp.asarray(positions), jnp.asarray(obstacles), params)
     if captured is not None:
         state = state.replace(captured=jnp.asarray(captured, bool))
     _, after, reward, terminated, truncated, info = jit_step(env)(

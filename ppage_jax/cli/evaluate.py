@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from ppage_jax.artifacts import OutputError, prepare_output_dir, write_json, wri
 from ppage_jax.cli.args import add_set_argument, positive_int, seed_number
 from ppage_jax.config import Config, load_config, parse_override
 from ppage_jax.state import EnvParams
+from ppage_jax.tracking.status import status
 from ppage_jax.train import make_train_config
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.run import report
@@ -54,9 +56,15 @@ def run_evaluation(
     ev = config["experiment"]["eval"]
     cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
     which = rows_for(tc)
+    status(
+        f"evaluating: {len(which)} rows ({', '.join(which)}) x {ev['episodes']} held-out "
+        f"episodes per trained seed, compiled then played",
+        stderr=quiet,
+    )
     played = evaluate_episodes(
         tc, policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
     )
+    status("summarising the evaluation: Kaplan-Meier curves and bootstrap CIs", stderr=quiet)
     rows = summarize_rows(tc, played, which, cap)
     curves = plot_capture_curves(run_dir, played, rows, cap)
     if not quiet:
@@ -82,18 +90,34 @@ def main(args: argparse.Namespace) -> int:
     ):
         if value is not None:
             overrides[f"experiment.eval.{key}"] = value
-    if not (run_dir / report.CONFIG_FILE).is_file():
+    try:
+        is_run = (run_dir / report.CONFIG_FILE).is_file()
+    except OSError as err:  # a name the OS refuses (too long, ...): bad input
+        raise OutputError(f"cannot use run directory {run_dir}: {err.strerror or err}") from None
+    if not is_run:
         raise OutputError(f"{run_dir} is not a run directory (no {report.CONFIG_FILE})")
     own = load_config(run_dir / report.CONFIG_FILE)
     config = own.with_overrides(overrides) if overrides else own
     out_dir = evaluation_dir(run_dir, own, config)
-    prepare_output_dir(out_dir, "evaluation directory")  # capture_curves.png goes there
     tc = make_train_config(config)
     try:
         policies = load_checkpoint(run_dir / report.CHECKPOINT_FILE, tc)
     except (CheckpointError, FileNotFoundError) as err:
         print(f"cannot evaluate: {err}", file=sys.stderr)
         return 2
+    # An eval-<hash>/ folder made here goes again if the evaluation fails: no empty leftover.
+    made = not out_dir.exists()
+    prepare_output_dir(out_dir, "evaluation directory")  # capture_curves.png goes there
+    try:
+        return _evaluate(args, run_dir, own, config, tc, policies, out_dir)
+    except BaseException:
+        if made and out_dir != run_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def _evaluate(args, run_dir: Path, own: Config, config: Config, tc, policies, out_dir: Path) -> int:
+    """Evaluate and write the results into ``out_dir`` (:func:`main` after its checks)."""
     if not args.json:
         print(f"{run_dir}: {tc.algorithm}")
     if out_dir != run_dir:

@@ -7,7 +7,11 @@ Each process gets the coordinator settings in its environment (JAX_COORDINATOR_A
 free localhost port, JAX_NUM_PROCESSES, JAX_PROCESS_ID), so it runs exactly like
 ``--coordinator HOST:PORT --num-processes N --process-id I`` would. Process 0 prints and
 writes the results. If one process fails, the others are stopped; the exit status is the
-first non-zero one."""
+first non-zero one.
+
+Each process is a whole JAX runtime: more processes than CPU cores share the cores (a one-line
+note says so before any starts), and more than :data:`MAX_PROCESSES_PER_CORE` per core are
+refused."""
 
 from __future__ import annotations
 
@@ -21,6 +25,9 @@ from collections.abc import Mapping, Sequence
 
 from ppage_jax.cli.args import UsageError, port_number, positive_int
 from ppage_jax.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+
+# More processes than this many per CPU core (os.cpu_count()) are refused.
+MAX_PROCESSES_PER_CORE = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +150,24 @@ def _subcommand(command: list[str], able: tuple[str, ...]) -> list[str]:
     ]
 
 
+def check_process_count(num: int, cores: int) -> None:
+    """Refuse ``num`` processes above :data:`MAX_PROCESSES_PER_CORE` per core (UsageError);
+    print a one-line note on stderr when they are more than the ``cores``."""
+    most = MAX_PROCESSES_PER_CORE * cores
+    if num > most:
+        raise UsageError(
+            f"ppage-jax launch: -n {num} would start {num} JAX processes on {cores} CPU "
+            f"core(s); at most {most} ({MAX_PROCESSES_PER_CORE} per core) are allowed, and "
+            f"{cores} or fewer get a core each"
+        )
+    if num > cores:
+        print(
+            f"ppage-jax launch: {num} processes share {cores} CPU core(s) (each is a whole JAX "
+            f"runtime); -n {cores} or fewer give each a core",
+            file=sys.stderr,
+        )
+
+
 def main(args: argparse.Namespace) -> int:
     if args.num_processes < 1:
         raise UsageError(f"ppage-jax launch: -n must be >= 1, got {args.num_processes}")
@@ -150,6 +175,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(
             f"ppage-jax launch: --devices-per-process must be >= 1, got {args.devices_per_process}"
         )
+    check_process_count(args.num_processes, os.cpu_count() or 1)
     argv = _subcommand(list(args.command), args._multi_process)
     processes = start(
         args.num_processes, argv, port=args.port, devices_per_process=args.devices_per_process

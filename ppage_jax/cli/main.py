@@ -31,7 +31,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "launch": ("ppage_jax.cli.launch", "start N local processes of a subcommand (distributed)"),
     "convert": ("ppage_jax.cli.convert", "write a PPAGE config directory in the strict form"),
     "crossplay": ("ppage_jax.cli.crossplay", "evaluate trained predators against trained prey"),
+    "cache": ("ppage_jax.cli.cache", "show or clear the persistent compile cache"),
 }
+# Commands that never turn the compile cache on: they compile nothing, start other commands
+# (each turns on its own), or measure compile times (bench: a warm cache would hide them).
+NO_COMPILE = ("cache", "convert", "launch", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
         command = importlib.import_module(module)
         sub_parser = sub.add_parser(name, help=help_text, description=command.__doc__)
         command.add_arguments(sub_parser)
+        if name not in NO_COMPILE:
+            sub_parser.add_argument(
+                "--no-compile-cache",
+                dest="compile_cache",
+                action="store_false",
+                help="compile every program afresh (default: keep compiled programs in the "
+                "persistent cache, PPAGE_JAX_COMPILE_CACHE)",
+            )
         sub_parser.set_defaults(_module=command)
     multi_process = tuple(
         name
@@ -58,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "compile_cache", False):
+            _start_compile_cache()
         return int(args._module.main(args) or 0)
     except ConfigError as err:
         print(f"config error: {err}", file=sys.stderr)
@@ -75,6 +89,29 @@ def main(argv: list[str] | None = None) -> int:
         where = f" {err.filename}" if err.filename else ""
         print(f"error: I/O error{where}: {err.strerror or err}", file=sys.stderr)
         return EXIT_IO
+
+
+def _start_compile_cache() -> None:
+    """The persistent compile cache where PPAGE_JAX_COMPILE_CACHE says (default: on). A cache
+    the user gave JAX itself (JAX_COMPILATION_CACHE_DIR) is left as it is unless
+    PPAGE_JAX_COMPILE_CACHE is set too."""
+    import os
+
+    from ppage_jax.compilation.cache import (
+        ENV_VAR,
+        CacheSettingError,
+        cache_setting,
+        enable_compile_cache,
+    )
+
+    if ENV_VAR not in os.environ and os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    try:
+        where = cache_setting()
+    except CacheSettingError as err:
+        raise UsageError(str(err)) from None
+    if where is not None:
+        enable_compile_cache(where)
 
 
 if __name__ == "__main__":

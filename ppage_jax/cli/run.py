@@ -2,7 +2,8 @@
 baselines (random and greedy-chase predators against the same prey; random and greedy-evade
 prey against the same predators), and write a run directory: config.yaml (resolved, with its
 hash), metrics.csv, checkpoint.msgpack, summary.json, learning_curves.png,
-capture_curves.png, episode.gif and episode.html (one greedy episode of the trained policy).
+capture_curves.png, episode.gif and episode.html (one episode of the trained policy as the
+headline row plays it, sampled for a stochastic learner, captioned with that row's RMST).
 
 Training checkpoints are written to RUN_DIR/checkpoints every experiment.checkpoint_every
 updates: after Ctrl-C (exit 130) or a crash, `ppage-jax run --resume RUN_DIR` continues and
@@ -33,11 +34,19 @@ from ppage_jax.artifacts import (
     prepare_output_dir,
     remove_partial_files,
 )
-from ppage_jax.cli.args import EXIT_BAD_INPUT, EXIT_DIVERGED, add_config_arguments, load_cli_config
+from ppage_jax.cli.args import (
+    EXIT_BAD_INPUT,
+    EXIT_DIVERGED,
+    add_config_arguments,
+    load_cli_config,
+)
 from ppage_jax.cli.evaluate import run_evaluation
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
+from ppage_jax.compilation.times import CompileTimes
 from ppage_jax.config import Config, ConfigError, load_config
+from ppage_jax.stats.survival import number_text
 from ppage_jax.tracking.loggers import add_logger_argument
+from ppage_jax.tracking.status import status
 from ppage_jax.tracking.training import TrainingRecorder
 from ppage_jax.train import make_train_config
 from ppage_jax.train.run import report
@@ -112,7 +121,11 @@ def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool, DirectoryLoc
             f"{report.CONFIG_FILE}; drop {', '.join(given)}"
         )
     run_dir = Path(args.resume)
-    if not (run_dir / report.CONFIG_FILE).is_file():
+    try:
+        is_run = (run_dir / report.CONFIG_FILE).is_file()
+    except OSError as err:  # a name the OS refuses (too long)
+        raise OutputError(f"cannot use run directory {run_dir}: {err.strerror or err}") from None
+    if not is_run:
         raise OutputError(f"{run_dir} is not a run directory (no {report.CONFIG_FILE})")
     prepare_output_dir(run_dir, "run directory")
     lock = DirectoryLock(run_dir, "run directory").acquire()
@@ -153,7 +166,9 @@ def main(args: argparse.Namespace) -> int:
     distributed.initialize_from_args(args)  # before any JAX work
     run_dir, config, resuming, lock = open_shared_run(args)
     try:
-        return train_and_report(args, run_dir, config, resuming)
+        with CompileTimes() as compile_times:  # summary.json's compile_seconds_by_program
+            args.compile_times = compile_times
+            return train_and_report(args, run_dir, config, resuming)
     finally:
         if lock is not None:
             lock.release()
@@ -203,6 +218,8 @@ def train_and_report(
     )
     # the loggers and the monitor's start (its untrained run) before training is announced:
     # from that line on, Ctrl-C stops after the current chunk
+    if lead and exp["monitor"]["enabled"]:
+        status("the reward-hacking monitor's start: an untrained run on held-out layouts")
     recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
     roles = ", ".join(f"{r}s: {p}" for r, p in zip(("predator", "prey"), tc.roles, strict=True))
     say(
@@ -295,12 +312,26 @@ def diverged(err: DivergenceError, tc, run_dir: Path, recorder, resume_command: 
         if err.checkpoint is not None
         else "no checkpoint was written before it"
     )
+    hint = (
+        "check the named reward term: it returned a non-finite value"
+        if "reward term" in str(err)
+        else "lower the learning rate or check the reward weights"
+    )
     print(
         f"error: {err}; {kept}; {run_dir / report.METRICS_FILE} holds every update up to "
-        f"it (lower the learning rate or check the reward weights)",
+        f"it ({hint})",
         file=sys.stderr,
     )
     return EXIT_DIVERGED
+
+
+def picture_label(algorithm: str, row: dict) -> str:
+    """The caption of episode.gif and episode.html: who plays, and the headline row's RMST
+    (``row`` is the evaluation's ``trained`` row)."""
+    return (
+        f"{algorithm}: {row['predators']} predators vs {row['prey']} prey, seed 0; "
+        f"evaluation row 'trained': RMST {number_text(row['rmst'])} turns"
+    )
 
 
 def finish(
@@ -328,9 +359,12 @@ def finish(
         return stop()
 
     steps_per_second = result.env_steps * exp["num_seeds"] / result.seconds
+    running = max(result.seconds - result.compile_seconds, 1e-9)
+    steps_after_compile = result.env_steps * exp["num_seeds"] / running
     print(
         f"trained {result.env_steps:,} env steps per seed in {result.seconds:.1f} s "
-        f"({steps_per_second:,.0f} env-steps/s incl. {result.compile_seconds:.1f} s compile)"
+        f"({steps_per_second:,.0f} env-steps/s incl. {result.compile_seconds:.1f} s compile; "
+        f"{steps_after_compile:,.0f} after it)"
         + (f"; resumed from update {result.resumed_from}" if result.resumed_from else "")
     )
 
@@ -346,17 +380,19 @@ def finish(
     if interrupted():
         return EXIT_INTERRUPTED
     # the figures are drawn from what the run saved: metrics.csv and the evaluation
+    status("drawing learning_curves.png, episode.gif and episode.html")
     plot_learning_curves(
         run_dir,
         read_metrics(run_dir / report.METRICS_FILE),
         tc.algorithm,
         evaluation["rows"].get("random"),
     )
-    policy = trained_policy(tc, result.policies, params)  # seed 0, greedy
-    write_run_gif(run_dir, tc.env, policy, params, seed=ev["seed"])  # episode.gif
-    write_run_html(
-        run_dir, tc.env, policy, params, seed=ev["seed"], label=f"greedy {tc.algorithm}"
-    )  # episode.html
+    # The pictures show the policy of the headline row ("trained": sampled for a stochastic
+    # learner), seed 0, labelled with that row's RMST.
+    policy = trained_policy(tc, result.policies, params, mode="sampled")
+    label = picture_label(tc.algorithm, evaluation["rows"]["trained"])
+    write_run_gif(run_dir, tc.env, policy, params, seed=ev["seed"], caption=label)
+    write_run_html(run_dir, tc.env, policy, params, seed=ev["seed"], label=label)
     if interrupted():
         return EXIT_INTERRUPTED
     report.write_summary(
@@ -371,8 +407,11 @@ def finish(
             "env_steps_per_seed": result.env_steps,
             "train_seconds": result.seconds,
             "compile_seconds": result.compile_seconds,
+            "compile_seconds_by_program": args.compile_times.by_program(),
             "resumed_from_update": result.resumed_from,
-            "env_steps_per_second": steps_per_second,
+            "env_steps_per_second": steps_per_second,  # end to end: compile included
+            "train_seconds_excluding_compile": running,
+            "env_steps_per_second_excluding_compile": steps_after_compile,
             "device": str(jax.devices()[0]),
             "final_training": report.last_active_rows(rows),
             "evaluation": evaluation,
@@ -393,6 +432,12 @@ def finish(
         print(
             "--strict: nothing was checked, the reward-hacking monitor is disabled "
             "(experiment.monitor.enabled: false)"
+        )
+    if args.strict and exp["monitor"]["enabled"] and not recorder.monitor.windows_checked:
+        print(
+            "--strict: nothing was checked, the run is shorter than one monitor window "
+            f"({exp['monitor']['window']} blocks of >= {exp['monitor']['min_episodes']} "
+            "episodes after the warm-up)"
         )
     if args.strict and recorder.monitor.flags:
         print("--strict: the reward-hacking monitor flagged this run (exit status 3)")

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ppage_jax.analysis.search.run import search_rewards
 from ppage_jax.analysis.search.spec import load_search
-from ppage_jax.analysis.search.strategies import STRATEGIES
+from ppage_jax.analysis.search.strategies import STRATEGIES, require_evosax
 from ppage_jax.artifacts import DirectoryLock, prepare_output_dir
+from ppage_jax.cli.args import UsageError
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.tracking.loggers import add_logger_argument
 
@@ -57,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    try:  # the extra is checked before anything is read or written
+        require_evosax()
+    except ImportError as err:
+        raise UsageError(str(err)) from None
     overrides: dict = {}
     if args.strategy is not None:
         overrides["strategy"] = args.strategy

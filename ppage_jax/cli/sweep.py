@@ -55,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seeds", type=positive_int, default=None, help="seeds per arm")
     parser.add_argument(
+        "--eval-episodes",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="held-out evaluation episodes per run (replaces sweep.eval.episodes; with "
+        "--seeds, shrinks a smoke sweep)",
+    )
+    parser.add_argument(
         "--arms",
         default=None,
         metavar="A,B",
@@ -109,6 +117,8 @@ def _source(args: argparse.Namespace) -> dict:
         overrides["set"] = dict(parse_override(text) for text in args.overrides)
     if args.seeds is not None:
         overrides["seeds"] = args.seeds
+    if args.eval_episodes is not None:
+        overrides["eval"] = {"episodes": args.eval_episodes}  # merged into the file's eval
     if args.chunk_size is not None:
         overrides["chunk_size"] = args.chunk_size
     path = args.sweep if args.sweep is not None else default_sweep_file()
@@ -126,6 +136,7 @@ def _resumed_source(args: argparse.Namespace) -> dict:
             ("SWEEP.yaml", args.sweep),
             ("--set", args.overrides),
             ("--seeds", args.seeds),
+            ("--eval-episodes", args.eval_episodes),
             ("--arms", args.arms),
             ("--output", args.output),
             ("--chunk-size", args.chunk_size),

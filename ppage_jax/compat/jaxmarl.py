@@ -12,9 +12,11 @@
 As in JaxMARL, ``step`` auto-resets: when ``dones["__all__"]`` is True the returned obs and
 state are those of a fresh episode. ``dones[agent]`` is True for the whole episode's end and
 for a prey from the step it is captured. An agent missing from the action dict takes the
-no-op; an unknown agent name raises ``ValueError`` (names are static); an action index outside
-the table is a no-op inside jitted code. ``step`` and ``reset`` are pure: ``jit`` and ``vmap``
-them.
+no-op; actions are checked as ``GridWorld.step`` checks them (one integer scalar per agent:
+a float, NaN or another shape raises TypeError / ValueError naming the agent, also under
+``jit``; an unknown agent name raises ``ValueError``); an action index outside the table raises
+``ValueError`` when concrete and is a no-op inside jitted code. ``step`` and ``reset`` are
+pure: ``jit`` and ``vmap`` them.
 
 Every info leaf has shape [A] (``captured``, ``terminated``, ``truncated``,
 ``reward_terms/<term>``), so the baselines' ``info.reshape(NUM_ACTORS)`` works. Options:
@@ -123,13 +125,12 @@ class JaxMARLEnv:
 
     # ------------------------------------------------------------------ conversions
     def actions_to_array(self, actions: Mapping[str, jax.Array]) -> jax.Array:
-        """int32[A] in agent row order; a missing agent gets the no-op."""
-        for agent in actions:
-            self._check_name(agent)
-        noop = jnp.asarray(self.env.noop_action, jnp.int32)
-        return jnp.stack(
-            [jnp.asarray(actions.get(a, noop), jnp.int32).reshape(()) for a in self.agents]
-        )
+        """int32[A] in agent row order, checked as ``GridWorld.step`` checks actions
+        (``GridWorld.actions_from_dict``, ``GridWorld.action_rows``): a missing agent gets the
+        no-op; a value that is not an integer scalar raises TypeError / ValueError naming the
+        agent, also under ``jit``; a concrete value outside the table raises ValueError, a
+        traced one is the no-op."""
+        return self.env.action_rows(self.env.actions_from_dict(actions))
 
     def to_dict(self, array: jax.Array) -> dict[str, jax.Array]:
         """Split an array with a leading agent axis into {agent: row}."""

@@ -16,11 +16,14 @@ Agents leave ``env.agents`` when they are done: a prey on the step it is capture
 the grid, frozen, as in PPAGE), everybody when the episode terminates (captures reached the
 threshold) or is truncated (``max_steps``, which ``max_cycles`` sets). An agent missing from
 the action dict takes the no-op, as in PPAGE; an unknown agent name, an agent that is already
-done, or an action outside the agent's space raises ``ValueError``. Each agent's info holds
-``reward_terms`` (its weighted contribution per reward term), ``captured``, ``captures`` (this
-turn) and ``captures_total``, and with ``action_masks=True`` an ``action_mask`` int8[n_actions]
-(1 = the move changes the agent's cell; the no-op is always 1), the key AgileRL reads
-(Tianshou reads masks from a dict observation: see ``benchmarks/tianshou_dqn.py``).
+done, or an action outside the agent's space raises ``ValueError``, an action that is not an
+integer scalar (a float, NaN, an array) ``TypeError`` or ``ValueError``: the checks of
+``GridWorld.step`` (``GridWorld.actions_from_dict``, ``GridWorld.action_rows``). Each agent's
+info holds ``reward_terms`` (its weighted contribution per reward term), ``captured``,
+``captures`` (this turn) and ``captures_total``, and with ``action_masks=True`` an
+``action_mask`` int8[n_actions] (1 = the move changes the agent's cell; the no-op is always 1),
+the key AgileRL reads (Tianshou reads masks from a dict observation: see
+``benchmarks/tianshou_dqn.py``).
 Observations are writable float32 NumPy arrays inside their ``Box``, whose bounds are the real
 ones of the builder; ``state()`` is the global state, inside ``state_space``.
 
@@ -243,30 +246,16 @@ class PettingZooEnv(ParallelEnv):
         return {"action_mask": mask[self._index[agent]].astype(np.int8)}
 
     def _action_array(self, actions: Mapping[str, Any]) -> np.ndarray:
-        if not isinstance(actions, Mapping):
-            raise ValueError(
-                f"actions must be a dict keyed by agent name, got {type(actions).__name__}"
-            )
-        array = np.full(len(self.possible_agents), self.noop_action, np.int32)
-        for agent, action in actions.items():
-            self._check_name(agent)
+        """int32[A] rows, checked as ``GridWorld.step`` checks actions (``actions_from_dict``,
+        ``action_rows``), and only live agents act."""
+        array = self.env.actions_from_dict(actions)
+        for agent in actions:
             if agent not in self.agents:
                 raise ValueError(
                     f"agent {agent!r} is done (captured or episode over) and "
                     f"takes no action; live agents: {self.agents}"
                 )
-            value = np.asarray(action)
-            if (
-                value.shape != ()
-                or not np.issubdtype(value.dtype, np.integer)
-                or not self.action_spaces[agent].contains(np.int64(value))
-            ):
-                raise ValueError(
-                    f"action {action!r} for {agent!r} is outside its space: "
-                    f"an integer in [0, {self.num_actions - 1}]"
-                )
-            array[self._index[agent]] = int(value)
-        return array
+        return np.asarray(self.env.action_rows(array))
 
     def render(self) -> np.ndarray | None:
         """The current grid as uint8[H, W, 3] with render_mode 'rgb_array'; with 'human' it

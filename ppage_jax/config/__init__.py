@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from ppage_jax.config.fields import (
     FLOAT32_MAX,
+    FLOAT32_TINY,
     INT32_MAX,
     INT32_MIN,
     MAX_VALUE_CHARS,
@@ -37,6 +38,7 @@ from ppage_jax.config.fields import (
     ConfigNotice,
     Field,
     float32_number,
+    float32_problem,
     int_at_least,
     is_safe_name,
     notice,
@@ -62,6 +64,7 @@ __all__ = [
     "CORE_SCHEMA",
     "DEFAULTS_SOURCE",
     "FLOAT32_MAX",
+    "FLOAT32_TINY",
     "INT32_MAX",
     "INT32_MIN",
     "MAX_ALIAS_NODES",
@@ -80,6 +83,7 @@ __all__ = [
     "Field",
     "Validator",
     "float32_number",
+    "float32_problem",
     "full_defaults",
     "full_schema",
     "int_at_least",

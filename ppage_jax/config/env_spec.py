@@ -203,6 +203,11 @@ class EnvSpec:
         )
 
     @property
+    def state_bytes(self) -> int:
+        """Bytes of one grid's State: positions, captured, stamina, obstacles, map, scalars."""
+        return self.num_agents * (2 * 4 + 1 + 4) + self.num_obstacles * 2 * 4 + self.size**2 + 16
+
+    @property
     def observation_kwargs(self) -> dict[str, Any]:
         """``observation_params`` as the builder's keyword arguments."""
         return dict(self.observation_params)

@@ -28,12 +28,16 @@ params}`` plus the vectorised-run keys)::
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
+from typing import Any
 
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config.algorithms import ALGORITHM_PARAMS
 from ppage_jax.config.curriculum import validate_curriculum
-from ppage_jax.config.fields import Field, int_at_least
+from ppage_jax.config.env_spec import env_spec
+from ppage_jax.config.fields import Field, int_at_least, notice
 from ppage_jax.config.hyperparams import checks, defaults, from_params
 from ppage_jax.config.roles import (
     BASELINES,
@@ -222,6 +226,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
         exp["start_from"] = _start_setting(exp["start_from"], name, fail)
 
     validate_curriculum(data, fail)
+    _check_sizes(data, resolved["num_steps"], fail)
 
     train_seeds = range(exp["seed"], exp["seed"] + exp["num_seeds"])
     eval_seeds = range(exp["eval"]["seed"], exp["eval"]["seed"] + exp["eval"]["episodes"])
@@ -232,6 +237,144 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
             f"the evaluation seed block [{eval_seeds.start}, {eval_seeds.stop}) must not "
             f"overlap the training seeds [{train_seeds.start}, {train_seeds.stop})",
         )
+
+
+# ----------------------------------------------------------------------------- sizes
+# What is refused or announced before anything compiles (docs/configuration.md, "Sizes"):
+# - memory: the grids held at once x EnvSpec.state_bytes, a lower bound (rollouts, networks
+#   and observations add to it); refused above this machine's physical memory, announced
+#   from LARGE_BATCH_BYTES;
+# - the budget: one update (num_envs x num_steps env steps per seed) is the least a run
+#   trains; a plan above total_timesteps is announced, and refused when it is more than
+#   OVERSHOOT_REFUSED times the budget and more than OVERSHOOT_REFUSED_STEPS env steps;
+# - time: the planned env steps at FAST_ENV_STEPS_PER_S (faster than training runs on any
+#   device measured; a 2-core CPU trains 4 k - 14 k env steps/s), a lower bound; announced
+#   from LONG_PLAN_STEPS env steps, refused above REFUSED_PLAN_SECONDS.
+LARGE_BATCH_BYTES = 2**30
+# One grid's state above this is refused by make() with its own estimate (it equals
+# ppage_jax.env.MEMORY_LIMIT_BYTES); the batch checks leave such a config to it.
+GRID_STATE_LIMIT = 64 * 2**20
+OVERSHOOT_REFUSED = 10
+OVERSHOOT_REFUSED_STEPS = 10**7
+FAST_ENV_STEPS_PER_S = 10**7
+LONG_PLAN_STEPS = 10**9
+REFUSED_PLAN_SECONDS = 30 * 86400
+
+
+def physical_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.2g} s"
+
+
+def check_batch(
+    grids: int, state_bytes: int, key: str, value: Any, what: str, fail: Callable[..., None]
+) -> None:
+    """Refuse (``fail(key, value, why)``) ``grids`` held at once whose states alone
+    (``state_bytes`` each) exceed the physical memory; announce them from
+    :data:`LARGE_BATCH_BYTES`. ``what`` says which grids they are."""
+    need, memory = grids * state_bytes, physical_memory()
+    estimate = (
+        f"{grids:,} grids at once ({what}) hold at least {_gib(need)} of state "
+        f"({state_bytes} bytes each; rollouts and networks need more)"
+    )
+    if memory is not None and need > memory:
+        fail(key, value, f"{estimate}, more than this machine's {_gib(memory)} of memory")
+    if need >= LARGE_BATCH_BYTES:
+        have = f" of this machine's {_gib(memory)}" if memory is not None else ""
+        notice(f"{key} = {value}: {estimate}{have}")
+
+
+def check_plan(env_steps: int, key: str, value: Any, what: str, fail: Callable[..., None]) -> None:
+    """Refuse a plan of ``env_steps`` env steps (``what`` says whose) that would take more
+    than :data:`REFUSED_PLAN_SECONDS` even at :data:`FAST_ENV_STEPS_PER_S`; announce it from
+    :data:`LONG_PLAN_STEPS`."""
+    if env_steps < LONG_PLAN_STEPS:
+        return
+    seconds = env_steps / FAST_ENV_STEPS_PER_S
+    estimate = (
+        f"{what} plans {env_steps:.3g} env steps: at least {_duration(seconds)} even at "
+        f"{FAST_ENV_STEPS_PER_S:.0e} env steps/s (a 2-core CPU trains 4e+03 - 1.4e+04)"
+    )
+    if seconds > REFUSED_PLAN_SECONDS:
+        fail(key, value, f"{estimate}; at most {_duration(REFUSED_PLAN_SECONDS)} is allowed")
+    notice(f"{key} = {value}: {estimate}")
+
+
+def planned_updates(
+    total_timesteps: int | None,
+    episodes: int | None,
+    num_envs: int,
+    num_steps: int,
+    max_steps: int | None,
+) -> int:
+    """Static update count: ``total_timesteps // (num_envs * num_steps)`` (at least 1), or,
+    with an episode budget, enough updates for ``episodes`` episodes of ``max_steps`` turns
+    (the loop stops early once the budget is reached)."""
+    per_update = num_envs * num_steps
+    if total_timesteps is not None:
+        return max(1, total_timesteps // per_update)
+    assert episodes is not None and max_steps is not None
+    return max(1, math.ceil(episodes * max_steps / per_update))
+
+
+def _check_sizes(data: dict, num_steps: int, fail: Callable[..., None]) -> None:
+    """The run's budget, plan and batches against the thresholds above."""
+    exp = data["experiment"]
+    total, num_envs, seeds = exp["total_timesteps"], exp["num_envs"], exp["num_seeds"]
+    per_update = num_envs * num_steps
+    if total is not None and per_update > total:
+        plan = (
+            f"is less than one update: the run plans 1 update of {num_envs} grids "
+            f"(experiment.num_envs) x {num_steps} turns (num_steps) = {per_update:,} env steps "
+            f"per seed, {per_update / total:.3g}x what was asked"
+        )
+        if per_update > OVERSHOOT_REFUSED * total and per_update > OVERSHOOT_REFUSED_STEPS:
+            fail(
+                "experiment.total_timesteps",
+                total,
+                f"{plan}; set experiment.num_envs <= {max(1, total // num_steps)} or raise "
+                f"experiment.total_timesteps",
+            )
+        notice(f"experiment.total_timesteps = {total:,} {plan}")
+    updates = planned_updates(
+        total, exp["episodes"], num_envs, num_steps, data["env"]["termination"]["max_steps"]
+    )
+    budget = "total_timesteps" if total is not None else "episodes"
+    what = f"the run ({seeds} seed(s) x {updates:,} updates x {per_update:,} env steps)"
+    check_plan(seeds * updates * per_update, f"experiment.{budget}", exp[budget], what, fail)
+    state_bytes = env_spec(data).state_bytes
+    if state_bytes > GRID_STATE_LIMIT:
+        return
+    check_batch(
+        seeds * num_envs,
+        state_bytes,
+        "experiment.num_envs",
+        num_envs,
+        f"experiment.num_seeds = {seeds} x experiment.num_envs",
+        fail,
+    )
+    check_batch(
+        seeds * exp["eval"]["episodes"],
+        state_bytes,
+        "experiment.eval.episodes",
+        exp["eval"]["episodes"],
+        f"experiment.num_seeds = {seeds} x experiment.eval.episodes, played together",
+        fail,
+    )
 
 
 # Algorithms whose learners can start from another run's trained policy (experiment.start_from).

@@ -17,6 +17,9 @@ from typing import Any
 # every number must be finite in float32.
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 FLOAT32_MAX = 3.4028234663852886e38
+# The smallest normal float32: devices flush smaller non-zero numbers to 0, so a non-zero
+# number below it in magnitude is refused (it would silently become 0).
+FLOAT32_TINY = 1.1754943508222875e-38
 # Error messages show values in a short form of at most this many characters.
 MAX_VALUE_CHARS = 80
 _MAX_MESSAGE_CHARS = 2000
@@ -101,10 +104,8 @@ class Field:
             raise ValueError(self.describe())
         if not isinstance(value, kinds):
             raise ValueError(self.describe())
-        if isinstance(value, float) and not (math.isfinite(value) and abs(value) <= FLOAT32_MAX):
-            raise ValueError(
-                f"{self.describe()}; numbers must be finite in float32 (|x| <= {FLOAT32_MAX:.4g})"
-            )
+        if isinstance(value, float) and float32_problem(value):
+            raise ValueError(f"{self.describe()}; {float32_problem(value)}")
         if (
             isinstance(value, int)
             and not isinstance(value, bool)
@@ -148,6 +149,20 @@ def float32_number(value: Any) -> bool:
         and not isinstance(value, bool)
         and abs(value) <= FLOAT32_MAX
     )
+
+
+def float32_problem(value: float) -> str:
+    """Why a real number cannot reach the device as float32 ('' when it can): not finite, beyond
+    ``FLOAT32_MAX`` (it would become inf), or non-zero below ``FLOAT32_TINY`` (it would become
+    0)."""
+    if not (math.isfinite(value) and abs(value) <= FLOAT32_MAX):
+        return f"numbers must be finite in float32 (|x| <= {FLOAT32_MAX:.4g})"
+    if value != 0 and abs(value) < FLOAT32_TINY:
+        return (
+            f"a non-zero number must be at least {FLOAT32_TINY:.4g} in magnitude (float32 "
+            f"turns smaller ones into 0); write 0 or a larger number"
+        )
+    return ""
 
 
 def int_at_least(lo: int, nullable: bool = False, extra: str = "") -> Field:

@@ -191,6 +191,14 @@ def _apply_overrides(data: dict, sources: dict, overrides: Mapping[str, Any]) ->
             for part in parts[:-1]:
                 target = target[part]
             if isinstance(node, dict):
+                if value is None:
+                    raise ConfigError(
+                        source,
+                        dotted,
+                        value,
+                        f"a section cannot be set to null; set its keys instead "
+                        f"({dotted}.KEY, keys: {sorted(node)})",
+                    )
                 _merge(target[parts[-1]], value, dotted, source, sources)
             else:
                 target[parts[-1]] = copy.deepcopy(value)

@@ -157,9 +157,18 @@ def read_directory(directory: Path, experiment: str | None, load: Loader) -> Tra
     onto the strict form; see the module docstring."""
     chosen = choose_experiment(directory, experiment)
     bodies: list[tuple[Path, str, Any]] = []
-    for file in sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml")):
+    for file in sorted(p for p in directory.iterdir() if p.suffix.lower() in (".yaml", ".yml")):
         if _EXPERIMENT_NAME.match(file.name):
             continue
+        lower = file.name.lower()
+        if file.name != lower and (lower in _SECTION_FILES or _EXPERIMENT_NAME.match(lower)):
+            raise ConfigError(
+                str(file),
+                "<file>",
+                file.name,
+                f"config file names are lowercase: this file is not read as {lower}; "
+                f"rename it to {lower}",
+            )
         if file.name not in _SECTION_FILES:
             raise ConfigError(
                 str(file),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ class ConfigLoader(yaml.SafeLoader):
     """``yaml.SafeLoader`` that reads ``3e-4`` and ``1e6`` as floats (YAML 1.2), as PyYAML
     does not: its YAML 1.1 float pattern needs a dot and a signed exponent. YAML 1.1's
     base-60 numbers are not numbers here: ``1:30`` is the string ``'1:30'`` (never 90), so
-    a numeric key given one is refused by its check."""
+    a numeric key given one is refused by its check. Numbers must be written plainly: an
+    integer in decimal digits (``1_0``, ``0x10``, ``0b1`` and ``010`` are refused,
+    which YAML 1.1 reads as 10, 16, 1 and 8) and no number with a ``_``."""
 
 
 _FLOAT_TAG = "tag:yaml.org,2002:float"
@@ -56,6 +59,48 @@ ConfigLoader.add_implicit_resolver(
     ),
     list("-+0123456789."),
 )
+
+
+_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+
+
+def _walk(root: yaml.Node, start: str = "") -> Iterator[tuple[yaml.Node, str]]:
+    """Every node of a document once (an aliased node too), with its dotted key: a mapping's
+    value under ``parent.key``, a sequence item under ``parent[i]``, a mapping's key node
+    under its mapping's (``<key>`` at the top)."""
+    stack: list[tuple[yaml.Node, str]] = [(root, start)]
+    seen: set[int] = set()
+    while stack:
+        node, dotted = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node, dotted
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, f"{dotted}[{i}]") for i, child in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+                stack.append((key_node, dotted or "<key>"))
+                stack.append((value_node, f"{dotted}.{name}" if dotted else str(name)))
+
+
+def _check_plain_numbers(root: yaml.Node, source: str, key: str) -> None:
+    """Refuse an integer not written in plain decimal digits, or a number with a ``_``:
+    ConfigError naming the file, the dotted key (``key`` for the document itself) and the
+    text."""
+    for node, dotted in _walk(root, "" if key == "<yaml>" else key):
+        if isinstance(node, yaml.ScalarNode) and node.tag in (_INT_TAG, _FLOAT_TAG):
+            text = node.value
+            if (node.tag == _INT_TAG and not _PLAIN_INT.fullmatch(text)) or "_" in text:
+                line = node.start_mark.line + 1
+                raise ConfigError(
+                    source,
+                    dotted or "<yaml>",
+                    text,
+                    f"numbers must be written plainly (line {line}): an integer in decimal "
+                    f"digits (no 0x, 0b or leading 0) and no '_' in any number",
+                )
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -92,32 +137,24 @@ def _alias_growth(root: yaml.Node) -> float:
 def _check_unique_keys(root: yaml.Node, source: str) -> None:
     """Refuse a mapping (at any depth) that gives one key twice: ConfigError naming the
     file, the dotted key and both lines (PyYAML would keep the last silently)."""
-    stack: list[tuple[yaml.Node, str]] = [(root, "")]
-    seen_nodes: set[int] = set()
-    while stack:
-        node, prefix = stack.pop()
-        if id(node) in seen_nodes:
+    for node, prefix in _walk(root):
+        if not isinstance(node, yaml.MappingNode):
             continue
-        seen_nodes.add(id(node))
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, f"{prefix}[{i}]") for i, child in enumerate(node.value))
-        elif isinstance(node, yaml.MappingNode):
-            first: dict[Any, int] = {}
-            for key_node, value_node in node.value:
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-                dotted = f"{prefix}.{key}" if prefix else str(key)
-                if key is not None and key_node.tag != "tag:yaml.org,2002:merge":
-                    line = key_node.start_mark.line + 1
-                    if key in first:
-                        raise ConfigError(
-                            source,
-                            dotted,
-                            key,
-                            f"duplicate key at line {line} (first given at line "
-                            f"{first[key]}); each key may appear once in a mapping",
-                        )
-                    first[key] = line
-                stack.append((value_node, dotted))
+        first: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            line = key_node.start_mark.line + 1
+            if key in first:
+                raise ConfigError(
+                    source,
+                    f"{prefix}.{key}" if prefix else str(key),
+                    key,
+                    f"duplicate key at line {line} (first given at line "
+                    f"{first[key]}); each key may appear once in a mapping",
+                )
+            first[key] = line
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:
@@ -147,6 +184,7 @@ def load_yaml(text: str | bytes, source: str, key: str = "<yaml>", shown: Any = 
                 f"{MAX_ALIAS_NODES} are allowed and recursive aliases never are)",
             )
         _check_unique_keys(node, source)
+        _check_plain_numbers(node, source, key)
         return loader.construct_document(node)
     except yaml.YAMLError as err:
         raise ConfigError(source, key, shown, f"is not valid YAML: {_yaml_problem(err)}") from None

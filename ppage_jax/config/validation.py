@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config.fields import ConfigError, notice, short_repr
+from ppage_jax.config.fields import ConfigError, float32_problem, notice, short_repr
 from ppage_jax.config.schema import full_schema, validators
 
 DEFAULTS_SOURCE = "package defaults"
@@ -138,6 +138,29 @@ def validate(data: dict, sources: Mapping[str, str]) -> None:
         )
     for validator in validators():
         validator(data, fail)
+    _check_reward_numbers(data["rewards"], fail)
+
+
+def _check_reward_numbers(rewards: dict, fail: Callable[..., None]) -> None:
+    """After the reward registry's checks: refuse a weight or numeric param that float32 would
+    turn into 0 (:func:`~ppage_jax.config.fields.float32_problem`), and announce a shaping
+    entry that gives no weight (it is weighted 1.0)."""
+    numbers = [
+        (f"rewards.base.params.{k}", v) for k, v in (rewards["base"]["params"] or {}).items()
+    ]
+    for i, item in enumerate(rewards["shaping"] or []):
+        where = f"rewards.shaping[{i}]"
+        if "weight" not in item:
+            notice(
+                f"{where} ({item['name']}) gives no weight: it is weighted 1.0 "
+                f"(write weight: 1.0 to say so)"
+            )
+        numbers.append((f"{where}.weight", item.get("weight", 1.0)))
+        numbers += [(f"{where}.params.{k}", v) for k, v in (item.get("params") or {}).items()]
+    for key, value in numbers:
+        real = isinstance(value, int | float) and not isinstance(value, bool)
+        if real and value != 0 and abs(value) <= 1 and float32_problem(float(value)):
+            fail(key, value, float32_problem(float(value)))
 
 
 def _validate_layout(data: dict, fail: Callable[..., None]) -> None:

@@ -33,6 +33,25 @@ PREDATOR_ROWS = ("trained", "trained_greedy", "random", "chase")
 PREY_ROWS = ("trained", "prey_random", "prey_evade")
 
 
+def comparison_groups(evaluation: Mapping[str, Mapping]) -> list[tuple[str, list[str], str]]:
+    """The evaluated rows that face the same opponent as ``trained``, as
+    ``(role, rows, opponent)``: ``("predators", [...], <the prey they all face>)`` and
+    ``("prey", [...], <the predators they all face>)``, each kept only when it compares at
+    least two rows. A row that faces another opponent (``trained_greedy`` when both roles
+    learn: greedy prey) is left out of the group, so a "same prey" heading is always true."""
+    trained = evaluation.get("trained", {})
+    groups = []
+    for role, rows, other in (
+        ("predators", PREDATOR_ROWS, "prey"),
+        ("prey", PREY_ROWS, "predators"),
+    ):
+        opponent = trained.get(other, "?")
+        names = [n for n in rows if n in evaluation and evaluation[n].get(other, "?") == opponent]
+        if len(names) > 1:
+            groups.append((role, names, opponent))
+    return groups
+
+
 def _flat(episodes: Mapping[str, Any], key: str, tail: tuple[int, ...] = ()) -> np.ndarray:
     return np.asarray(episodes[key]).reshape((-1, *tail))
 

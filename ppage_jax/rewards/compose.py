@@ -219,6 +219,26 @@ class RewardComposer:
             else jnp.zeros((self.layout.num_agents, 0), jnp.float32)
         )
 
+    def nonfinite_fault(self, unit: Any, weighted: Any, weights: Any, turn: int) -> str | None:
+        """For concrete float32[A, T] terms of the step from ``turn`` (per unit weight and
+        weighted) and their weights float32[T]: the first term, in column order, with a value
+        that is not finite (its first agent), in one line; None when every value is finite."""
+        unit, weighted = np.asarray(unit), np.asarray(weighted)
+        bad = ~np.isfinite(unit) | ~np.isfinite(weighted)
+        if not bad.any():
+            return None
+        t = int(np.argmax(bad.any(axis=0)))
+        i = int(np.argmax(bad[:, t]))
+        spec = self.specs[t]
+        kind = "potential" if spec.potential else "reward term"
+        return (
+            f"{kind} {spec.name!r} is not finite for {self.layout.agent_names[i]} on the step "
+            f"from turn {turn}: "
+            f"{float(weighted[i, t])} (weight {float(np.asarray(weights)[t])} x "
+            f"{float(unit[i, t])} per unit weight); a term must return finite float32 values "
+            "(check it with ppage_jax.testing.check_reward_term)"
+        )
+
     def turn(
         self, start: State, end: State, terminated: jax.Array, params: RewardParams
     ) -> jax.Array:

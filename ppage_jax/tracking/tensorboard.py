@@ -21,7 +21,7 @@ class TensorBoardLogger(BackendLogger):
     backend = "tensorboard"
 
     def start(self) -> None:
-        root = self.directory / TENSORBOARD_DIR
+        root = inside(self.directory, TENSORBOARD_DIR, "TensorBoard folder")  # not a link
         self.logdir = inside(root, check_run_name(self.name), "logger run name")
         self.writer = self.module.SummaryWriter(logdir=str(self.logdir), flush_secs=30)
         text = "\n".join(f"    {k}: {v}" for k, v in self.hparams.items())

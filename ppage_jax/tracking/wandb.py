@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ppage_jax.artifacts import inside
 from ppage_jax.tracking.base import BackendLogger
 
 DEFAULT_PROJECT = "ppage-jax"
@@ -24,6 +25,7 @@ class WandbLogger(BackendLogger):
     def start(self) -> None:
         wandb = self.module
         self.directory.mkdir(parents=True, exist_ok=True)
+        inside(self.directory, "wandb", "W&B folder")  # wandb writes there: not a link
         self.run = wandb.init(
             project=os.environ.get("WANDB_PROJECT", DEFAULT_PROJECT),
             name=f"{self.group}/{self.name}",

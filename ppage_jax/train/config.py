@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -56,20 +55,3 @@ class TrainConfig:
     @property
     def learning_roles(self) -> tuple[str, ...]:
         return tuple(r for r in ROLES if self.learns(r))
-
-
-def num_updates_for(
-    total_timesteps: int | None,
-    episodes: int | None,
-    num_envs: int,
-    num_steps: int,
-    max_steps: int | None,
-) -> int:
-    """Static update count: ``total_timesteps // (num_envs * num_steps)`` (at least 1), or,
-    with an episode budget, enough updates for ``episodes`` episodes of ``max_steps`` turns
-    (the loop stops early once the budget is reached)."""
-    per_update = num_envs * num_steps
-    if total_timesteps is not None:
-        return max(1, total_timesteps // per_update)
-    assert episodes is not None and max_steps is not None
-    return max(1, math.ceil(episodes * max_steps / per_update))

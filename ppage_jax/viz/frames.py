@@ -268,7 +268,10 @@ def write_gif(
         raise ValueError(f"frames must be uint8[T>0, H, W, 3], got {frames.dtype} {frames.shape}")
     frame_ms = 1000.0 / fps
     durations = [frame_ms] * (len(frames) - 1) + [frame_ms * (1 + hold_last)]
-    from ppage_jax.artifacts import atomic_path
+    from ppage_jax.artifacts import write_bytes
 
-    with atomic_path(path) as tmp:
-        iio.imwrite(tmp, frames, extension=".gif", duration=durations, loop=0)
+    # encoded in memory, then written atomically: a full disk is one OSError naming the
+    # path (imageio writing to the disk itself retries the write when collected, and fails
+    # again there)
+    data = iio.imwrite("<bytes>", frames, extension=".gif", duration=durations, loop=0)
+    write_bytes(path, data)

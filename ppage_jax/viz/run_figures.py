@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.artifacts import CAPTURE_CURVES_FILE, CURVES_FILE, save_figure
-from ppage_jax.episodes.summary import PREDATOR_ROWS, PREY_ROWS
+from ppage_jax.episodes.summary import comparison_groups
 from ppage_jax.stats.survival import capture_curve, number_text, turns_text
 from ppage_jax.types import ROLES
 
@@ -156,18 +156,16 @@ def plot_capture_curves(
     path = Path(path)
     if path.is_dir():
         path = path / CAPTURE_CURVES_FILE
-    trained = evaluation.get("trained", {})
     panels = [
         (
-            f"predators vs the same prey ({trained.get('prey', '?')})",
-            [n for n in PREDATOR_ROWS if n in played],
-        ),
-        (
-            f"prey vs the same predators ({trained.get('predators', '?')})",
-            [n for n in PREY_ROWS if n in played],
-        ),
+            f"{role} vs the same {'prey' if role == 'predators' else 'predators'} ({opponent})",
+            [n for n in names if n in played],
+        )
+        for role, names, opponent in comparison_groups(evaluation)
     ]
-    panels = [p for p in panels if len(p[1]) > 1] or [("held-out evaluation", list(played))]
+    rest = [n for n in played if all(n not in names for _, names in panels)]
+    if rest:
+        panels.append(("other rows" if panels else "held-out evaluation", rest))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5.2), squeeze=False)
     turns = np.arange(horizon + 1)
     styles = ("-", "--", ":", "-.")  # overlapping curves stay visible

@@ -103,3 +103,31 @@ def test_paired_power():
     assert paired.paired_power(16, 0.8, 0.05) == pytest.approx(0.8484, abs=1e-4)
     assert paired.paired_power(16, 0.5, 0.05) < paired.paired_power(32, 0.5, 0.05)
     assert paired.paired_power(16, 0.0, 0.05) == pytest.approx(0.05, abs=1e-9)
+
+
+def test_fewer_than_three_seeds_report_a_point_and_no_interval():
+    """One seed per arm gives P(improvement) 1 and a bootstrap over one value: the tables
+    show the point and say that no interval was computed, never "1.00 [1.00, 1.00]"."""
+    from ppage_jax.analysis.family.report import interval_cell
+    from ppage_jax.analysis.sweep.report import headline_stats, metric_table
+
+    results = {"rmst": {"a": {0: 40.0}, "b": {0: 60.0}}}
+    head = headline_stats(results, ["a", "b"], "b", metrics={"rmst": ("RMST", False)})
+    a = head["rmst"]["a"]
+    assert (a["n"], a["iqm"], a["poi_n"]["b"], a["poi"]["b"].point) == (1, 40.0, 1, 1.0)
+    rows = metric_table(head, {"rmst": ("RMST", False)}, ["b"])
+    assert rows[2] == (
+        "| RMST (lower is better) | a | 1 | 40 (n=1: no CI under 3 seeds) | "
+        "1.00 (n=1: no CI under 3 seeds) |"
+    )
+    assert (
+        rows[3] == "| RMST (lower is better) | b | 1 | 60 (n=1: no CI under 3 seeds) | reference |"
+    )
+    # from three seeds on, the interval is there
+    three = {"rmst": {"a": {0: 40.0, 1: 41.0, 2: 45.0}, "b": {0: 60.0, 1: 61.0, 2: 39.0}}}
+    head = headline_stats(three, ["a", "b"], "b", metrics={"rmst": ("RMST", False)})
+    cell = metric_table(head, {"rmst": ("RMST", False)}, ["b"])[2].split(" | ")[-1]
+    assert cell == "0.67 [0.21, 0.94] (n=3) |"
+    assert interval_cell(paired.wilson_ci(2, 3), 3) == "0.667 [0.208, 0.939]"
+    assert interval_cell(paired.wilson_ci(2, 2), 2) == "1 (n=2: no CI under 3 seeds)"
+    assert interval_cell(None, 5) == "-"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
 from ppage_jax.analysis.sweep.trainers import trainer_functions
 from ppage_jax.artifacts import OutputError
 from ppage_jax.cli.main import main as cli_main
-from ppage_jax.config import ConfigError
+from ppage_jax.config import ConfigError, ConfigNotice
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {
@@ -33,6 +34,7 @@ TINY = {
     "experiment.total_timesteps": 64,
     "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
 }
+IPPO = dict(TINY, **{"experiment.algorithm": {"name": "ippo", "params": {"num_steps": 4}}})
 SPACE = {
     "weights.predator_distance": {"low": 0.0, "high": 1.0},
     "params.base.step_cost": {"low": 0.1, "high": 10.0, "scale": "log"},
@@ -159,6 +161,37 @@ def test_infeasible_candidates_rank_after_every_feasible_one():
         ({"budget": 3}, "search.budget", "unknown key"),
         ({"constraint": {"audit": ["nope"]}}, "search.constraint.audit", "must be a list of"),
         ({"constraint": {"audit": ["stalling"]}}, "search.constraint.audit", "needs the audit"),
+        (
+            {"set": IPPO, "space": {"hyperparams.learning_rate": {"low": -0.01, "high": 0.1}}},
+            "search.space.hyperparams.learning_rate.low",
+            "outside the declared range of ippo's learning_rate: must be a number > 0",
+        ),
+        (
+            {"set": IPPO, "space": {"hyperparams.gae_lambda": {"low": 0.5, "high": 2.0}}},
+            "search.space.hyperparams.gae_lambda.high",
+            "outside the declared range of ippo's gae_lambda: must be a number in [0, 1]",
+        ),
+        (
+            {"space": {"weights.survival": {"low": 0.0, "high": 1e39}}},
+            "search.space.weights.survival.high",
+            "outside the range of a weight of survival: must be finite in float32",
+        ),
+        (
+            {"space": {"weights.survival": {"low": 0.0, "high": math.inf}}},
+            "search.space.weights.survival.high",
+            "must be a finite number",
+        ),
+        (
+            {"space": {"params.base.step_cost": {"low": 1e-50, "high": 1.0, "scale": "log"}}},
+            "search.space.params.base.step_cost.low",
+            "outside the range of a param of base: a non-zero number must be at least 1.175e-38",
+        ),
+        (
+            {"generations": 10**12},
+            "search.generations",
+            "the search (1,000,000,000,000 generations x 8 runs x 64 env steps) plans 5.12e+14 "
+            "env steps: at least 1.62 years even at 1e+07 env steps/s",
+        ),
     ],
 )
 def test_bad_search_files_give_one_line_naming_the_file_and_key(tmp_path, edit, key, words):
@@ -169,6 +202,53 @@ def test_bad_search_files_give_one_line_naming_the_file_and_key(tmp_path, edit, 
     assert "\n" not in message
     assert message.startswith(f"{path}: {key} = ")
     assert words in message
+
+
+def test_a_population_whose_generation_cannot_fit_in_memory_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("ppage_jax.config.experiment.physical_memory", lambda: 2**30)
+    path = write_search(tmp_path / "big.yaml", population=10**6)
+    with pytest.raises(ConfigError) as err:
+        load_search(path)
+    assert str(err.value) == (
+        f"{path}: search.population = 1000000: 16,000,000 grids at once (1000000 candidates "
+        f"x 2 seeds x 8 experiment.num_envs grids, training) hold at least 1.59 GiB of state "
+        f"(107 bytes each; rollouts and networks need more), more than this machine's 1 GiB "
+        f"of memory"
+    )
+    monkeypatch.setattr("ppage_jax.config.experiment.physical_memory", lambda: 4 * 2**30)
+    with pytest.warns(ConfigNotice) as record:  # fits, but is announced
+        load_search(path)
+    assert [str(r.message).split(" hold ")[0] for r in record] == [
+        "search.population = 1000000: 16,000,000 grids at once (1000000 candidates x 2 seeds "
+        "x 8 experiment.num_envs grids, training)",
+        "search.population = 1000000: 12,000,000 grids at once (1000000 candidates x 2 seeds "
+        "x 6 search.eval.episodes, evaluation)",
+    ]
+
+
+def test_a_long_search_is_announced_with_its_plan(tmp_path):
+    with pytest.warns(ConfigNotice) as record:
+        load_search(write_search(tmp_path / "long.yaml", generations=10**9))
+    assert [str(r.message) for r in record] == [
+        "search.generations = 1000000000: the search (1,000,000,000 generations x 8 runs x 64 "
+        "env steps) plans 5.12e+11 env steps: at least 14.2 h even at 1e+07 env steps/s (a "
+        "2-core CPU trains 4e+03 - 1.4e+04)"
+    ]
+
+
+def test_candidates_never_leave_the_bounds_and_outside_proposals_are_named():
+    from ppage_jax.analysis.search.space import candidate_values, outside_box
+
+    dims = [
+        Dimension("hyperparams.gae_lambda", "hyperparams", "gae_lambda", None, 0.3, 1.0, "log"),
+        Dimension("weights.x", "weights", "x", None, 0.0, 0.5),
+    ]
+    unit = np.array([[1.0, 0.5], [1.7, 0.2], [0.4, 0.9]])
+    assert outside_box(dims, unit) == ["hyperparams.gae_lambda"]
+    assert outside_box(dims, unit - 0.95) == ["hyperparams.gae_lambda", "weights.x"]
+    values = candidate_values(dims, unit)
+    assert values[:, 0].max() == 1.0 and values[1, 0] == 1.0  # clipped, never above
+    assert values[:, 1].tolist() == [0.25, 0.1, 0.45]
 
 
 def test_the_cli_names_the_file_and_key_of_a_bad_search(tmp_path, capsys):
@@ -252,7 +332,10 @@ def searched(tmp_path_factory):
         traces.append(1)
         return train_fn(key, params)
 
-    whole = search_rewards(spec, tmp / "whole", progress=False, train_fn=counted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        whole = search_rewards(spec, tmp / "whole", progress=False, train_fn=counted)
+    whole["notices"] = [str(w.message) for w in caught if w.category is ConfigNotice]
     asks = iter([False, True])
     logs: list[str] = []
     part = search_rewards(
@@ -272,6 +355,41 @@ def test_every_generation_reuses_one_compiled_program(searched):
     # the interrupted and the resumed search reuse both executables
     assert len(traces) == 2
     assert (whole["compile_calls"], part["compile_calls"], rest["compile_calls"]) == (1, 0, 0)
+
+
+@pytest.mark.slow  # a whole search (module fixture)
+def test_proposals_outside_the_space_are_announced_once_per_key(searched):
+    from ppage_jax.analysis.search.space import outside_box
+
+    spec, _, whole, _, _, _ = searched
+    expected, said = [], set()
+    for g in range(spec.generations):
+        unit = [c["unit"] for c in whole["candidates"] if c["generation"] == g]
+        keys = [k for k in outside_box(spec.dims, np.array(unit)) if k not in said]
+        said.update(keys)
+        if keys:
+            expected.append(
+                f"search generation {g}: cma_es proposed values outside the search space for "
+                f"{keys}; they are clipped to the bounds (said once per key)"
+            )
+    assert whole["notices"] == expected
+
+
+def test_clipped_proposals_are_announced_once_per_key(tmp_path):
+    from ppage_jax.analysis.search.run import announce_clipped
+
+    spec = load_search(write_search(tmp_path / "s.yaml"))
+    said: set[str] = set()
+    with pytest.warns(ConfigNotice) as record:
+        announce_clipped(spec, 0, np.array([[1.2, 0.5], [0.3, 0.4]]), said)
+        announce_clipped(spec, 1, np.array([[1.5, -0.1], [0.3, 0.4]]), said)
+    announce_clipped(spec, 2, np.array([[2.0, -0.5]]), said)  # both named before: silent
+    assert [str(r.message) for r in record] == [
+        "search generation 0: cma_es proposed values outside the search space for "
+        "['weights.predator_distance']; they are clipped to the bounds (said once per key)",
+        "search generation 1: cma_es proposed values outside the search space for "
+        "['params.base.step_cost']; they are clipped to the bounds (said once per key)",
+    ]
 
 
 @pytest.mark.slow  # a whole search (module fixture)

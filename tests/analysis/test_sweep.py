@@ -325,6 +325,28 @@ def test_bad_sweep_files_name_the_key(tmp_path, body, key, words):
     assert words in str(err.value)
 
 
+def test_config_keys_a_sweep_replaces_give_a_notice_and_eval_overrides_merge(tmp_path):
+    from sweep_testing import TINY
+
+    from ppage_jax.config import ConfigNotice
+
+    sets = {**TINY, "experiment.seed": 3, "experiment.eval.episodes": 5}
+    path = write_sweep(tmp_path / "s.yaml", set=sets, eval={"seed": 500, "episodes": 64})
+    with pytest.warns(ConfigNotice) as caught:
+        spec = load_sweep(path)
+    assert sorted(str(w.message).split(": ", 1)[1] for w in caught) == [
+        "sweep.set experiment.eval.episodes has no effect: a sweep takes it from sweep.eval "
+        "(--eval-episodes)",
+        "sweep.set experiment.seed has no effect: a sweep takes it from sweep.train_seed",
+    ]
+    assert (spec.eval_seed, spec.eval_episodes) == (500, 64)
+    # `ppage-jax sweep --eval-episodes 4` merges into the file's eval: the seed stays
+    spec = load_sweep(
+        write_sweep(tmp_path / "t.yaml", eval={"seed": 500}), {"eval": {"episodes": 4}}
+    )
+    assert (spec.eval_seed, spec.eval_episodes) == (500, 4)
+
+
 def test_sweep_file_yaml_is_read_like_a_config(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("sweep: [1\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from cli_testing import write_run_config, write_sweep_file
@@ -228,4 +229,42 @@ def test_render_refuses_frames_too_large_in_one_line(tmp_path, capsys):
         "ppage-jax render: --cell-px 128 makes 8192 px frames for a 64x64 grid; a frame "
         "side may be at most 4096 px (use --cell-px 64 or less)"
     )
-    assert not out.exists()
+    assert not os.path.lexists(out)
+
+
+TOO_LONG = "x" * 300  # longer than a file name may be (255 bytes)
+
+
+@pytest.mark.parametrize("where", ["name too long", "/proc"])
+@pytest.mark.parametrize(
+    "command", ["run", "run --resume", "evaluate", "sweep", "search", "render"]
+)
+def test_an_output_path_the_os_refuses_is_one_line_and_exit_2(tmp_path, capsys, command, where):
+    from search_testing import write_search_file
+
+    if where == "/proc":
+        out = Path("/proc/ppage-jax-test")
+        if command == "render":
+            out = out.with_suffix(".gif")
+    else:
+        out = tmp_path / (f"{TOO_LONG}.gif" if command == "render" else TOO_LONG)
+    argv = {
+        "run": ["run", str(write_run_config(tmp_path / "tiny")), "--out", str(out)],
+        "run --resume": ["run", "--resume", str(out)],
+        "evaluate": ["evaluate", str(out)],
+        "sweep": ["sweep", str(write_sweep_file(tmp_path / "sweep.yaml")), "--output", str(out)],
+        "search": ["search", str(write_search_file(tmp_path / "search.yaml")), "--out", str(out)],
+        "render": ["render", "configs/1v1", "--out", str(out)],
+    }[command]
+    assert main(argv) == 2
+    err = _error(capsys)
+    if where == "/proc" and command in ("run --resume", "evaluate"):
+        assert err == f"error: {out} is not a run directory (no config.yaml)"
+    elif where == "/proc":
+        assert err.startswith("error: ") and str(out.parent) in err
+        assert err.endswith(": No such file or directory")
+    else:
+        what = {"render": "--out", "sweep": "sweep directory", "search": "search directory"}
+        what = what.get(command, "run directory")
+        assert err == f"error: cannot use {what} {out}: File name too long"
+    assert not os.path.lexists(out)

@@ -73,6 +73,26 @@ def test_a_nan_checkpoint_is_refused_by_evaluate_crossplay_and_render(runs, tmp_
     assert not gif.exists()
 
 
+def test_a_failed_evaluation_leaves_no_eval_folder(runs, tmp_path, capsys, monkeypatch):
+    """Under another config (--episodes 2) the results would go to RUN/eval-<hash>/: a
+    refused checkpoint, or a failure while evaluating, leaves no such folder behind."""
+    before = sorted(p.name for p in runs["nan"].iterdir())
+    assert main(["evaluate", str(runs["nan"]), "--episodes", "2"]) == 2
+    assert _error(capsys).startswith("cannot evaluate: ")
+    assert sorted(p.name for p in runs["nan"].iterdir()) == before
+    run = tmp_path / "run"
+    shutil.copytree(runs["good"], run)
+
+    def full_disk(out_dir, *args, **kwargs):
+        (out_dir / "capture_curves.png.tmp").write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("ppage_jax.cli.evaluate.run_evaluation", full_disk)
+    assert main(["evaluate", str(run), "--episodes", "2"]) != 0
+    assert "No space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in runs["good"].iterdir())
+
+
 @pytest.mark.slow  # a run through the CLI
 def test_evaluate_under_another_config_writes_beside_the_run(runs, tmp_path, capsys):
     run = tmp_path / "run"

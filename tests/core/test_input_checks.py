@@ -224,12 +224,25 @@ def test_actions_inside_the_table_still_move(start, jit_step):
             ValueError,
             "obstacles[0] = [1, 0] shares its cell with another obstacle",
         ),
+        (
+            np.array([[0, 0], [2, 2], [2, 2]]),
+            OBSTACLES,
+            ValueError,
+            "reset_to: positions[2] = [2, 2]: the prey shares its cell with a predator (no "
+            "episode starts so: reset puts every agent on a cell of its own, and a prey on a "
+            "predator's cell is captured)",
+        ),
     ],
 )
 def test_reset_to_refuses_bad_layouts(env, positions, obstacles, error, words):
     with pytest.raises(error) as info:
         env.reset_to(positions, obstacles)
     assert words in str(info.value), str(info.value)
+
+
+def test_reset_to_leaves_two_agents_of_one_role_on_one_cell(env):
+    state = env.reset_to(np.array([[2, 2], [2, 2], [0, 0]]), OBSTACLES)[1]
+    assert state.positions.tolist() == [[2, 2], [2, 2], [0, 0]]
 
 
 def test_reset_to_keeps_a_valid_layout_as_given(env):
@@ -253,6 +266,7 @@ def test_checked_reset_to_reports_each_rule_under_jit_and_vmap(env):
         (POSITIONS, np.array([[1, 0], [3, 3], [-1, 4]]), "obstacles[2] = [-1  4] is off the"),
         (np.array([[0, 0], [0, 4], [2, 2]]), OBSTACLES, "positions[1] = [0 4]: the agent stands"),
         (POSITIONS, np.array([[3, 3], [1, 0], [3, 3]]), "obstacles[0] = [3 3] shares its cell"),
+        (np.array([[0, 0], [2, 2], [2, 2]]), OBSTACLES, "positions[2] = [2 2]: the prey shares"),
     ]
     for positions, obstacles, words in cases:
         err, _ = checked(jnp.asarray(positions), jnp.asarray(obstacles))

@@ -70,15 +70,13 @@ def test_a_capture_threshold_above_the_prey_count_is_announced(threshold, prey):
 
 
 def test_a_budget_below_one_update_is_announced_with_what_it_plans():
-    config = pj.load_config("configs/default", {"experiment.num_envs": 10**7})
     with pytest.warns(ConfigNotice) as record:
-        tc = make_train_config(config)
-    assert tc.num_updates == 1 and tc.env_steps_per_update == 320_000_000
+        tc = make_train_config(pj.load_config("configs/default", {"experiment.num_envs": 10**5}))
+    assert tc.num_updates == 1 and tc.env_steps_per_update == 3_200_000
     assert [str(w.message) for w in record] == [
-        "experiment.num_envs = 10000000: one update is 10000000 grids x 32 turns = "
-        "320,000,000 env steps per seed, more than experiment.total_timesteps = 3,000,000; "
-        "the run plans 1 update (320,000,000 env steps per seed, 107x the budget); for the "
-        "budget, set experiment.num_envs <= 93750 or raise experiment.total_timesteps"
+        "experiment.total_timesteps = 3,000,000 is less than one update: the run plans 1 update "
+        "of 100000 grids (experiment.num_envs) x 32 turns (num_steps) = 3,200,000 env steps "
+        "per seed, 1.07x what was asked"
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConfigNotice)  # a budget of whole updates: no notice

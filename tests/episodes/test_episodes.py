@@ -200,3 +200,37 @@ def test_rescore_matches_a_resimulation_with_the_new_weights():
     predator_totals = f["returns"][1].sum(-1)[done][:, env.is_predator].mean(-1)
     assert summary["return/predator/total"] == pytest.approx(predator_totals.mean(), rel=1e-4)
     assert summary["episode_length"] == pytest.approx(f["length"][1][done].mean())
+
+
+def test_comparison_groups_leave_out_a_row_facing_another_opponent():
+    """When both roles learn, trained_greedy plays greedy prey: it is not "against the same
+    prey" as the sampled rows, so the predator group leaves it out (and the table shows it
+    under "other rows")."""
+    from ppage_jax.episodes.summary import comparison_groups
+    from ppage_jax.train.run.report import summary_table
+
+    row = {"rmst": 5.0, "km_median": 4.0, "capture_rate": 1.0, "truncated_share": 0.0}
+    sampled = "trained (sampled)"
+    evaluation = {
+        "trained": {**row, "predators": sampled, "prey": sampled, "episodes": 8},
+        "trained_greedy": {**row, "predators": "trained (greedy)", "prey": "trained (greedy)"},
+        "random": {**row, "predators": "random", "prey": sampled},
+        "chase": {**row, "predators": "greedy BFS chase", "prey": sampled},
+        "prey_evade": {**row, "predators": sampled, "prey": "greedy BFS evade"},
+    }
+    assert comparison_groups(evaluation) == [
+        ("predators", ["trained", "random", "chase"], sampled),
+        ("prey", ["trained", "prey_evade"], sampled),
+    ]
+    table = summary_table(evaluation, cap=10)
+    predators = table.split("\n\n")[0]
+    assert predators.startswith("PREDATORS, each column against the same prey (trained (sampled))")
+    assert "trained_greedy" not in predators
+    assert table.split("\n\n")[2].startswith("other rows;")
+    assert "  trained_greedy = trained (greedy) predators vs trained (greedy) prey" in table
+    # with prey that do not learn, trained_greedy faces the same prey and stays in the group
+    evade = {name: {**r, "prey": "greedy BFS evade"} for name, r in evaluation.items()}
+    del evade["prey_evade"]
+    assert comparison_groups(evade) == [
+        ("predators", ["trained", "trained_greedy", "random", "chase"], "greedy BFS evade")
+    ]

@@ -10,7 +10,9 @@ from cli_testing import write_run_config
 from train_testing import make_train_config, tiny_config
 
 from ppage_jax.cli.main import main
+from ppage_jax.rewards.registry import register_reward, unregister_reward
 from ppage_jax.train.run.divergence import DivergenceCheck, DivergenceError
+from ppage_jax.train.run.runner import run_training
 
 NAN, INF = float("nan"), float("inf")
 
@@ -57,10 +59,29 @@ def test_returns_are_checked_only_where_episodes_finished(tc):
     guard, state = check(tc)
     guard(chunk([1.0], returns=NAN, episodes=0), 0, state)  # no episode: NaN means none
     guard(chunk([1.0], returns=NAN, active=False), 1, state)  # skipped after the budget
-    with pytest.raises(DivergenceError, match="at update 3 of iql: return/predator/base is nan"):
+    with pytest.raises(
+        DivergenceError,
+        match=r"at update 3 of iql: reward term 'base' \(return/predator/base\) is nan",
+    ):
         guard(chunk([1.0], returns=NAN, episodes=2), 2, state)
-    with pytest.raises(DivergenceError, match="return/predator/base is -inf"):
+    with pytest.raises(
+        DivergenceError, match=r"reward term 'base' \(return/predator/base\) is -inf"
+    ):
         guard(chunk([1.0], returns=-INF, episodes=0), 3, state)
+
+
+def test_the_first_non_finite_reward_term_is_named_before_the_losses_it_spoils(tc):
+    assert tc.env.reward_terms == ("base", "predator_distance", "survival")
+    metrics = chunk([1.0, NAN, NAN], episodes=1)
+    metrics["returns"][0, 1, :, 2] = NAN  # update 2: survival, both roles
+    metrics["returns"][0, 1, 1, 1] = NAN  # update 2: predator_distance, prey
+    metrics["returns"][0, 2, 0, 0] = INF  # update 3: base
+    with pytest.raises(DivergenceError) as err:
+        check(tc)[0](metrics, 0, {"q": jnp.ones((1, 4))})
+    assert str(err.value) == (
+        "training diverged at update 2 of iql: reward term 'predator_distance' "
+        "(return/prey/predator_distance) is nan (seed 0)"
+    )
 
 
 def test_a_non_finite_parameter_is_divergence(tc):
@@ -100,3 +121,29 @@ def test_a_diverging_run_stops_with_the_update_algorithm_and_quantity(tmp_path, 
     rows = (out / "metrics.csv").read_text().splitlines()
     assert len(rows) == 1 + 2 * update  # header + 2 seeds up to the update
     assert not (out / "summary.json").exists()
+
+
+@pytest.mark.slow  # trains a few updates
+def test_a_run_with_a_nan_reward_term_stops_naming_the_term():
+    register_reward("nan_after_turn_3")(
+        lambda ctx: jnp.where(ctx.state.turn >= 3, jnp.nan, 0.0) * jnp.ones(3, jnp.float32)
+    )
+    try:
+        config = tiny_config(
+            "iql",
+            {"num_steps": 16, "table_size": 256},
+            4 * 16 * 8,
+            **{
+                "experiment.num_envs": 4,
+                "rewards.shaping": [{"name": "nan_after_turn_3", "weight": 1.0}],
+            },
+        )
+        tc = make_train_config(config)
+        with pytest.raises(DivergenceError) as err:
+            run_training(tc, tc.env.default_params, 0, 1, target_chunks=8)
+    finally:
+        unregister_reward("nan_after_turn_3")
+    assert str(err.value).startswith("training diverged at update ")
+    assert str(err.value).endswith(
+        " of iql: reward term 'nan_after_turn_3' (return/predator/nan_after_turn_3) is nan (seed 0)"
+    )

@@ -117,6 +117,18 @@ def test_learning_the_task_is_not_flagged():
     )
 
 
+def test_a_run_shorter_than_one_window_is_not_checked_rather_than_ok():
+    m = monitor()
+    rows = rows_for(7, *[lambda u: 1.0] * 4)  # one block short of the first full window
+    assert m.observe(rows) == [] and m.summary()["windows_checked"] == 0
+    table = monitor_table(m.summary(), num_seeds=1)
+    statuses = [re.split(r"\s{2,}", line)[2] for line in table.splitlines()[3:6]]
+    assert statuses == ["not checked (run shorter than one window)"] * 3
+    assert m.observe(rows_for(1, *[lambda u: 1.0] * 4)) == []  # the eighth block fills it
+    assert m.summary()["windows_checked"] == 1
+    assert "not checked" not in monitor_table(m.summary(), num_seeds=1)
+
+
 def test_a_shaping_share_drifting_above_the_threshold_is_flagged():
     m = monitor(window=4, patience=1)
     share = [0.5] * 4 + [0.9] * 6  # |distance| / (|base| + |distance|)

@@ -93,6 +93,7 @@ def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
     directory's metrics.csv, summary.json, config.yaml and checkpoint."""
     import imageio.v3 as iio
 
+    from ppage_jax.cli.run import picture_label
     from ppage_jax.train.run.policy import load_run_policy
     from ppage_jax.viz.inspector import write_run_html
     from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
@@ -111,13 +112,16 @@ def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
 
     config = pj.load_config(run_dir / "config.yaml")
     env = pj.make(config)
-    policy = load_run_policy(config, run_dir, env=env)
+    policy = load_run_policy(config, run_dir, env=env, mode="sampled")
     seed = summary["evaluation"]["seed"]
-    gif = write_run_gif(again, env, policy, seed=seed)
+    label = picture_label("iql", summary["evaluation"]["rows"]["trained"])
+    assert label.startswith("iql: trained (greedy) predators vs trained (greedy) prey, seed 0;")
+    assert label.endswith(f"RMST {summary['evaluation']['rows']['trained']['rmst']:.1f} turns")
+    gif = write_run_gif(again, env, policy, seed=seed, caption=label)
     np.testing.assert_array_equal(
         iio.imread(gif, index=None), iio.imread(run_dir / "episode.gif", index=None)
     )
-    page = write_run_html(again, env, policy, seed=seed, label="greedy iql")
+    page = write_run_html(again, env, policy, seed=seed, label=label)
     assert page.read_text() == (run_dir / "episode.html").read_text()
     with pytest.raises(ValueError, match="seed index 2 is outside the run's 2 seeds"):
         load_run_policy(config, run_dir, seed_index=2)

@@ -51,6 +51,30 @@ def _num(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:.0f}"
 
 
+# Fewer seeds than this give a point estimate and no interval (a bootstrap over one or two
+# seeds, or a Wilson interval of 1/1, says more than the data do).
+MIN_INTERVAL_SEEDS = 3
+
+
+def interval_cell(interval, n: int, fmt=_num) -> str:
+    """A ``point [low, high]`` table cell of an Interval over ``n`` seeds; under
+    :data:`MIN_INTERVAL_SEEDS` seeds (or without bounds) the point alone and why there is no
+    interval; "-" without an interval."""
+    if interval is None:
+        return "-"
+    if n < MIN_INTERVAL_SEEDS or not math.isfinite(interval.low):
+        return f"{fmt(interval.point)} (n={n}: no CI under {MIN_INTERVAL_SEEDS} seeds)"
+    return f"{fmt(interval.point)} [{fmt(interval.low)}, {fmt(interval.high)}]"
+
+
+def _two(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _three(x: float) -> str:
+    return f"{x:.3f}"
+
+
 def _p(p: float) -> str:
     return f"{p:.2g}" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
 
@@ -102,13 +126,11 @@ def family_lines(
             "|---|---|---|---|---|---|",
         ]
         for label, e in summaries.items():
-            rmst = e["rmst"]
-            rmst_cell = f"{_num(rmst.point)} [{_num(rmst.low)}, {_num(rmst.high)}]" if rmst else "-"
-            t = e["take_off"]
+            n, t = e["n"], e["take_off"]
             lines.append(
-                f"| {label} | {e['n']} | {e['score'].point:.3f} [{e['score'].low:.3f}, "
-                f"{e['score'].high:.3f}] | {e['mean_score']:.3f} | {rmst_cell} | "
-                f"{t.point:.2f} [{t.low:.2f}, {t.high:.2f}] ({round(t.point * e['n'])}/{e['n']}) |"
+                f"| {label} | {n} | {interval_cell(e['score'], n, _three)} | "
+                f"{e['mean_score']:.3f} | {interval_cell(e['rmst'], n)} | "
+                f"{interval_cell(t, n, _two)} ({round(t.point * n)}/{n}) |"
             )
     if scenario is not None:
         return lines + [
@@ -133,16 +155,10 @@ def family_lines(
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for t in tested:
-            turns = (
-                f"{_num(t.turns.point)} [{_num(t.turns.low)}, {_num(t.turns.high)}]"
-                if t.turns
-                else "-"
-            )
             lines.append(
                 f"| {t.comparison.name} | {t.comparison.endpoint} | {t.n} | "
-                f"{_num(t.difference.point)} [{_num(t.difference.low)}, "
-                f"{_num(t.difference.high)}] | {turns} | {_p(t.p)} | {_p(t.p_holm)} | "
-                f"{t.better.point:.2f} [{t.better.low:.2f}, {t.better.high:.2f}] | "
+                f"{interval_cell(t.difference, t.n)} | {interval_cell(t.turns, t.n)} | "
+                f"{_p(t.p)} | {_p(t.p_holm)} | {interval_cell(t.better, t.n, _two)} | "
                 f"{_num(t.dz)} | {'yes' if t.p_holm < analysis.alpha else 'no'} |"
             )
         lines += ["", power_line(tested, analysis.alpha)]

@@ -30,7 +30,7 @@ import numpy as np
 
 from ppage_jax.analysis.search.constraint import judge, selection_order
 from ppage_jax.analysis.search.programs import RunProgram
-from ppage_jax.analysis.search.space import candidate_arm, candidate_values
+from ppage_jax.analysis.search.space import candidate_arm, candidate_values, outside_box
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
 from ppage_jax.analysis.search.writer import SearchWriter
@@ -38,6 +38,7 @@ from ppage_jax.analysis.sweep.auditing import audit_rows
 from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
 from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn
 from ppage_jax.artifacts import OutputError, fault
+from ppage_jax.config import notice
 from ppage_jax.env import make
 from ppage_jax.tracking.sweep import SweepRecorder
 
@@ -58,6 +59,18 @@ def _stderr(message: str) -> None:
     from tqdm.auto import tqdm
 
     tqdm.write(message, file=sys.stderr)  # above the progress bar
+
+
+def announce_clipped(spec: SearchSpec, generation: int, unit: np.ndarray, said: set[str]) -> None:
+    """Notice, once per key (``said`` holds the keys already named), that generation
+    ``generation``'s proposals ``unit`` [P, d] left the search space and are clipped."""
+    clipped = [k for k in outside_box(spec.dims, unit) if k not in said]
+    if clipped:
+        said.update(clipped)
+        notice(
+            f"search generation {generation}: {spec.strategy} proposed values outside the "
+            f"search space for {clipped}; they are clipped to the bounds (said once per key)"
+        )
 
 
 def search_rewards(
@@ -141,11 +154,13 @@ def search_rewards(
     start = time.perf_counter()
     tracker = SearchTracker(loggers, out_dir, spec)
     ran, stopped = 0, False
+    announced: set[str] = set()  # keys whose clipped proposals were announced
     for g in todo:
         if asked_stop():
             stopped = True
             break
         unit = strategy.ask()
+        announce_clipped(spec, g, unit, announced)
         values = candidate_values(spec.dims, unit)
         names = [candidate_name(g, i) for i in range(spec.population)]
         arms = tuple(

@@ -2,7 +2,10 @@
 
 A strategy works in the unit cube ``[0, 1]^d``; :meth:`Dimension.value` maps a coordinate to
 the dimension's bounds (linearly, or log-uniformly for ``scale: log``) and
-:meth:`Dimension.unit` maps back. Coordinates outside the cube are clipped to the bounds.
+:meth:`Dimension.unit` maps back. Coordinates outside the cube are clipped to the bounds, so a
+candidate never leaves them; the bounds are checked against the declared range of what they
+search when the search file is loaded (:mod:`.spec`), and a search announces once per key
+that a strategy's proposals were clipped (CMA-ES and SNES sample normal distributions).
 
 A dimension names what it sets in a reward design (a :class:`~ppage_jax.analysis.sweep.spec.Arm`):
 
@@ -45,8 +48,10 @@ class Dimension:
         u = min(max(float(u), 0.0), 1.0)
         if self.scale == "log":
             lo, hi = math.log(self.low), math.log(self.high)
-            return float(math.exp(lo + u * (hi - lo)))
-        return float(self.low + u * (self.high - self.low))
+            value = math.exp(lo + u * (hi - lo))
+        else:
+            value = self.low + u * (self.high - self.low)
+        return float(min(max(value, self.low), self.high))  # never a rounding step outside
 
     def unit(self, value: float) -> float:
         """The unit coordinate of ``value`` (clipped to the bounds)."""
@@ -62,6 +67,13 @@ class Dimension:
             return float(arm.hyperparams[self.name])
         entry = next(e for e in arm.entries if e.name == self.name)
         return float(entry.weight if self.kind == "weights" else entry.params[self.param])
+
+
+def outside_box(dims: Sequence[Dimension], unit: np.ndarray) -> list[str]:
+    """The keys of ``dims`` where some of a population's unit vectors [P, d] lie outside
+    [0, 1] (their values are clipped to the bounds)."""
+    unit = np.asarray(unit, np.float64)
+    return [d.key for d, col in zip(dims, unit.T, strict=True) if ((col < 0) | (col > 1)).any()]
 
 
 def candidate_values(dims: Sequence[Dimension], unit: np.ndarray) -> np.ndarray:

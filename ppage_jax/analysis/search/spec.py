@@ -53,7 +53,16 @@ from ppage_jax.analysis.sweep.spec import (
     shared_config,
     union_entries,
 )
-from ppage_jax.config import NAME_RULE, Config, is_safe_name, load_config
+from ppage_jax.config import (
+    NAME_RULE,
+    Config,
+    float32_number,
+    float32_problem,
+    is_safe_name,
+    load_config,
+)
+from ppage_jax.config.env_spec import env_spec
+from ppage_jax.config.experiment import check_batch, check_plan, planned_updates
 from ppage_jax.rewards.compose import term_entries
 from ppage_jax.rewards.registry import Choice, reward_terms
 
@@ -381,6 +390,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         ),
     ]
     check_disjoint(read, blocks, "the re-evaluation must see fresh seeds")
+    _check_sizes(read, config, population, seeds, generations, evaluation.episodes, reevaluate)
     output_dir = body.get("output_dir", "runs/search/" + Path(path).stem)
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("search.output_dir", output_dir, "must be a directory path")
@@ -429,21 +439,23 @@ def _read_dimension(read: SpecReader, key: str, raw: Any, design: Arm, config: C
         if isinstance(declared_param(read, where, raw, name, param), Choice):
             read.fail(where, raw, f"{name}.{param} is a choice, not a number: not searchable")
     if kind == "hyperparams":
-        from ppage_jax.config.hyperparams import check_value
+        from ppage_jax.config.hyperparams import traced_names
         from ppage_jax.train.registry import hyperparams_class
 
         algo = config["experiment"]["algorithm"]["name"]
-        try:
-            check_value(hyperparams_class(algo), name, 0.5, repr(algo))
-        except ValueError as err:
-            if "traced" in str(err):
-                read.fail(where, raw, str(err))
+        traced = traced_names(hyperparams_class(algo))
+        if name not in traced:
+            read.fail(
+                where, raw, f"is not a traced hyperparameter of {algo!r}; traced: {list(traced)}"
+            )
     spec = read.mapping(where, raw, DIM_KEYS)
     for bound in ("low", "high"):
         if bound not in spec:
             read.fail(f"{where}.{bound}", None, "is required (the searched range)")
     low = read.number(f"{where}.low", spec["low"])
     high = read.number(f"{where}.high", spec["high"])
+    for bound, value in (("low", low), ("high", high)):
+        _check_bound(read, f"{where}.{bound}", value, kind, name, config)
     scale = spec.get("scale", "linear")
     if scale not in SCALES:
         read.fail(f"{where}.scale", scale, f"must be one of {list(SCALES)}")
@@ -454,3 +466,67 @@ def _read_dimension(read: SpecReader, key: str, raw: Any, design: Arm, config: C
     if scale == "log" and low <= 0:
         read.fail(f"{where}.low", low, "must be above 0 for scale: log")
     return Dimension(key, kind, name, param, low, high, scale)
+
+
+def _check_bound(
+    read: SpecReader, key: str, value: float, kind: str, name: str, config: Config
+) -> None:
+    """Refuse a bound outside the declared range of what it searches: a hyperparameter's
+    declared check (``learning_rate > 0``, ``gae_lambda`` in [0, 1]), or for a reward weight
+    or numeric term param a number float32 keeps (finite, not flushed to 0)."""
+    if kind == "hyperparams":
+        from ppage_jax.config.hyperparams import check_value
+        from ppage_jax.train.registry import hyperparams_class
+
+        algo = config["experiment"]["algorithm"]["name"]
+        try:
+            check_value(hyperparams_class(algo), name, value, repr(algo))
+        except ValueError as err:
+            read.fail(key, value, f"outside the declared range of {algo}'s {name}: {err}")
+        return
+    what = f"a weight of {name}" if kind == "weights" else f"a param of {name}"
+    problem = "" if float32_number(value) else "must be finite in float32"
+    if problem or float32_problem(value):
+        read.fail(key, value, f"outside the range of {what}: {problem or float32_problem(value)}")
+
+
+def _check_sizes(
+    read: SpecReader,
+    config: Config,
+    population: int,
+    seeds: int,
+    generations: int,
+    eval_episodes: int,
+    reevaluate: Reevaluation,
+) -> None:
+    """A generation's grids (every candidate x seed trains and is evaluated at once) against
+    the memory, and the whole search's env steps against the time (the thresholds of
+    :mod:`ppage_jax.config.experiment`), before the strategy starts."""
+    exp = config["experiment"]
+    num_steps = exp["algorithm"]["params"]["num_steps"]
+    max_steps = config["env"]["termination"]["max_steps"]
+    per_update = exp["num_envs"] * num_steps
+    run_steps = per_update * planned_updates(
+        exp["total_timesteps"], exp["episodes"], exp["num_envs"], num_steps, max_steps
+    )
+    runs = population * seeds
+    state_bytes = env_spec(config).state_bytes
+    for grids, what in (
+        (exp["num_envs"], "experiment.num_envs grids, training"),
+        (eval_episodes, "search.eval.episodes, evaluation"),
+    ):
+        check_batch(
+            runs * grids,
+            state_bytes,
+            "search.population",
+            population,
+            f"{population} candidates x {seeds} seeds x {grids} {what}",
+            read.fail,
+        )
+    check_plan(
+        generations * runs * run_steps,
+        "search.generations",
+        generations,
+        f"the search ({generations:,} generations x {runs:,} runs x {run_steps:,} env steps)",
+        read.fail,
+    )

@@ -24,6 +24,18 @@ import jax.numpy as jnp
 import numpy as np
 
 
+def require_evosax():
+    """``evosax.algorithms``; an ImportError naming the ``search`` extra when evosax is not
+    installed (checked before a search writes anything)."""
+    try:
+        import evosax.algorithms as algorithms
+    except ImportError:
+        raise ImportError(
+            "ppage-jax search needs evosax, the 'search' extra: pip install 'ppage_jax[search]'"
+        ) from None
+    return algorithms
+
+
 @dataclasses.dataclass(frozen=True)
 class StrategyInfo:
     """What a strategy needs: the evosax class name, the smallest population it can rank
@@ -72,12 +84,7 @@ class Strategy:
         start: Sequence[float] | None = None,
         std: float = 0.25,
     ):
-        try:
-            import evosax.algorithms as algorithms
-        except ImportError:
-            raise ImportError(
-                "ppage-jax search needs evosax: pip install 'ppage_jax[search]' (or evosax)"
-            ) from None
+        algorithms = require_evosax()
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)}")
         info = STRATEGIES[name]

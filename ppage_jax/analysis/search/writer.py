@@ -41,6 +41,7 @@ from ppage_jax.artifacts import (
     OutputError,
     clear_output,
     fault,
+    inside,
     prepare_output_dir,
     remove_partial_files,
     write_json,
@@ -116,8 +117,8 @@ class SearchWriter:
                 "generations": [],
                 "reevaluated": False,
             }
-        for sub in (GENERATIONS, REEVAL):
-            (self.dir / sub).mkdir(exist_ok=True)
+        for sub in (GENERATIONS, REEVAL):  # a folder linked elsewhere is refused
+            inside(self.dir, sub, "search folder").mkdir(exist_ok=True)
             remove_partial_files(self.dir / sub)
         remove_partial_files(self.dir)
         self._commit()

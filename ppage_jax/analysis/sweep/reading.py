@@ -32,6 +32,10 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+# Top-level keys whose override is merged into the file's mapping rather than replacing it.
+MERGED_KEYS = ("set", "eval")
+
+
 class SpecReader:
     """Reads the values of one sweep or search file; its failures name the file."""
 
@@ -45,7 +49,8 @@ class SpecReader:
         self, raw: Any, kind: str, keys: Sequence[str], overrides: dict | None
     ) -> dict[str, Any]:
         """A copy of the file's one top-level section ``kind`` (its keys among ``keys``) with
-        ``overrides`` replacing its keys; a ``set`` override is merged into the file's."""
+        ``overrides`` replacing its keys; a ``set`` or ``eval`` override is merged into the
+        file's mapping."""
         if not isinstance(raw, dict) or set(raw) != {kind}:
             self.fail(
                 "<top level>",
@@ -61,8 +66,8 @@ class SpecReader:
                     value,
                     f"unknown {kind} key; allowed: {list(keys)}",
                 )
-            if key == "set" and isinstance(body.get("set"), dict) and isinstance(value, dict):
-                value = {**body["set"], **value}
+            if key in MERGED_KEYS and isinstance(body.get(key), dict) and isinstance(value, dict):
+                value = {**body[key], **value}
             body[key] = value
         return body
 

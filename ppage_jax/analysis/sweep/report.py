@@ -27,8 +27,10 @@ import numpy as np
 
 from ppage_jax.analysis.family.endpoints import HEADLINE
 from ppage_jax.analysis.family.report import (
+    MIN_INTERVAL_SEEDS,
     analysis_of,
     family_lines,
+    interval_cell,
     write_scenario_report,
 )
 from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit, stall_margin_of
@@ -80,14 +82,16 @@ def paired_improvement(
 ) -> tuple[stats.Interval, int] | None:
     """P(improvement) on paired seeds: the share of the seeds both arms have on which
     ``mine`` is better (ties half), with its Wilson 95 % CI (which does not collapse to a
-    zero-width interval at 0 or 1), and the number of those seeds; None when they share
-    none."""
+    zero-width interval at 0 or 1; NaN bounds under :data:`MIN_INTERVAL_SEEDS` seeds), and
+    the number of those seeds; None when they share none."""
     seeds = sorted(set(mine) & set(theirs))
     if not seeds:
         return None
     sign = 1.0 if higher else -1.0
     diffs = np.asarray([sign * (mine[s] - theirs[s]) for s in seeds])
     wins = float((diffs > 0).sum() + 0.5 * (diffs == 0).sum())
+    if len(seeds) < MIN_INTERVAL_SEEDS:
+        return stats.Interval(wins / len(seeds), math.nan, math.nan), len(seeds)
     return wilson_ci(wins, len(seeds)), len(seeds)
 
 
@@ -112,9 +116,11 @@ def headline_stats(
         for arm in arms:
             values = _seed_values(results, metric, arm, cap)
             entry: dict = {"n": int(values.size), "poi": {}, "poi_n": {}}
-            if values.size:
+            if values.size >= MIN_INTERVAL_SEEDS:
                 ci = stats.bootstrap_ci(values, "iqm", reps=BOOTSTRAP_REPS)
                 entry.update(iqm=ci.point, low=ci.low, high=ci.high)
+            elif values.size:  # a point, no interval
+                entry.update(iqm=float(stats.iqm(values)), low=math.nan, high=math.nan)
             for ref in references:
                 if arm == ref:
                     continue
@@ -276,8 +282,16 @@ def _poi_cell(poi: stats.Interval | None, is_reference: bool, n: int | None = No
     """A P(improvement) [CI] table cell, with its number of paired seeds."""
     if poi is None:
         return "reference" if is_reference else "-"
-    seeds = f" (n={n})" if n else ""
-    return f"{poi.point:.2f} [{poi.low:.2f}, {poi.high:.2f}]{seeds}"
+    cell = interval_cell(poi, n or 0, lambda x: f"{x:.2f}")
+    return cell if "no CI" in cell or not n else f"{cell} (n={n})"
+
+
+def _iqm_cell(entry: dict) -> str:
+    """An IQM [CI] table cell ("-" without values; no interval under the minimum seeds)."""
+    if "iqm" not in entry:
+        return "-"
+    ci = stats.Interval(entry["iqm"], entry["low"], entry["high"])
+    return interval_cell(ci, entry["n"], _fmt)
 
 
 def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
@@ -293,7 +307,7 @@ def metric_table(head: dict, labels: dict, references: list[str]) -> list[str]:
         label, higher = labels[metric]
         label += " (higher is better)" if higher else " (lower is better)"
         for arm, e in per_arm.items():
-            iqm = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
+            iqm = _iqm_cell(e)
             pois = []
             for ref in references:
                 pois.append(_poi_cell(e["poi"].get(ref), arm == ref, e["poi_n"].get(ref)))
@@ -381,7 +395,7 @@ def outcome_lines(
         else:
             monitor = "not watched"
         e = head["rmst"].get(arm, {})
-        rmst = f"{_fmt(e['iqm'])} [{_fmt(e['low'])}, {_fmt(e['high'])}]" if "iqm" in e else "-"
+        rmst = _iqm_cell(e)
         pois = [
             _poi_cell(e.get("poi", {}).get(r), arm == r, e.get("poi_n", {}).get(r))
             for r in references
@@ -508,9 +522,11 @@ def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
             xs, ys, err = [], [], [[], []]
             for i, arm in enumerate(arms):
                 e = head[metric].get(arm, {})
-                if "iqm" in e:
+                if "iqm" in e:  # no bar where no interval was computed
                     xs.append(i), ys.append(e["iqm"])
-                    err[0].append(e["iqm"] - e["low"]), err[1].append(e["high"] - e["iqm"])
+                    bar = math.isfinite(e["low"])
+                    err[0].append(e["iqm"] - e["low"] if bar else 0.0)
+                    err[1].append(e["high"] - e["iqm"] if bar else 0.0)
             ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4)
             ax.set_xticks(range(len(arms)), arms, rotation=30, ha="right", fontsize=8)
             ax.set_title(HEADLINE[metric][0], fontsize=9)

@@ -88,6 +88,7 @@ from ppage_jax.config import ConfigError
 from ppage_jax.env import GridWorld
 from ppage_jax.sharding import make_mesh, shard_global, to_host
 from ppage_jax.state import EnvParams
+from ppage_jax.tracking.status import status
 from ppage_jax.tracking.sweep import SweepRecorder
 
 # On CPU, without an explicit chunk_size, the runs are split into this many chunks.
@@ -607,12 +608,18 @@ def run_sweep(
         plan = dataclasses.replace(plan, layout=writer.layout)
         writer.write_description(layout=plan.layout)
     finished = FinishedRuns(writer, SweepRecorder(loggers if lead else (), plan.out_dir, spec))
+    say = status if progress and lead else (lambda *_: None)
+    say(f"the monitors' start: an untrained run of each of {len(plan.arm_names)} arms")
     monitors = (
         arm_monitors(spec.config, plan.env, plan.arm_params, plan.arm_names, spec.eval_seed)
         if lead
         else {}
     )
     if lead:
+        if spec.audit and not (plan.out_dir / AUDIT_FILE).is_file():
+            say(f"auditing the rewards of {len(plan.arm_names)} arms with baseline policies")
+        if not (plan.out_dir / BASELINES_FILE).is_file():
+            say(f"the baselines on {spec.eval_episodes} held-out layouts")
         before_training(plan, writer, monitors)
     chunk, budget = choose_chunk_size(plan, writer.chunk_size, memory_budget_bytes)
     finished.read_back()
@@ -622,6 +629,7 @@ def run_sweep(
     compiled, compile_seconds = None, 0.0
     todo = unfinished_chunks(writer, plan.total, chunk)
     if todo and not stop():
+        say(f"compiling the sweep's program (chunks of {chunk} runs: train, then evaluate)")
         compiled, chunk, compile_seconds = compile_sweep(plan, writer, chunk, budget)
         todo = unfinished_chunks(writer, plan.total, chunk)
     ran, stopped = train_chunks(

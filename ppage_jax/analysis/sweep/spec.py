@@ -65,7 +65,15 @@ from ppage_jax.analysis.sweep.reading import (
     open_spec_file,
     read_eval,
 )
-from ppage_jax.config import NAME_RULE, SECTIONS, Config, ConfigError, is_safe_name, load_config
+from ppage_jax.config import (
+    NAME_RULE,
+    SECTIONS,
+    Config,
+    ConfigError,
+    is_safe_name,
+    load_config,
+    notice,
+)
 from ppage_jax.env import GridWorld, make
 from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
 from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term, reward_terms
@@ -317,6 +325,7 @@ def _read_body(
     source = read.path
     config_dir = read.resolve("sweep.config", body.get("config", f"{ABLATION_DIR}/both"), base)
     sets = read.mapping("sweep.set", body.get("set"))
+    _notice_unread_sets(read, sets)
     config = load_config(config_dir, sets)
 
     if "arms" in body:
@@ -389,6 +398,24 @@ def _read_body(
         audit=audit,
         checkpoints=checkpoints,
     )
+
+
+# Config keys a sweep replaces with its own (``seeds``, ``train_seed``, ``eval``).
+UNREAD_BY_A_SWEEP = {
+    "experiment.seed": "sweep.train_seed",
+    "experiment.num_seeds": "sweep.seeds (--seeds)",
+    "experiment.eval": "sweep.eval (--eval-episodes)",
+}
+
+
+def _notice_unread_sets(read: SpecReader, sets: dict) -> None:
+    """A notice for each ``set`` key the sweep does not read (:data:`UNREAD_BY_A_SWEEP`)."""
+    for key in sets:
+        for prefix, instead in UNREAD_BY_A_SWEEP.items():
+            if key == prefix or key.startswith(prefix + "."):
+                notice(
+                    f"{read.path}: sweep.set {key} has no effect: a sweep takes it from {instead}"
+                )
 
 
 def _default_output(path: str | Path | None) -> str:

@@ -38,6 +38,7 @@ from ppage_jax.artifacts import (
     OutputError,
     clear_output,
     fault,
+    inside,
     prepare_output_dir,
     remove_partial_files,
     write_json,
@@ -196,7 +197,7 @@ class SweepWriter:
                 "layout": None,
                 "chunks": {},
             }
-        (self.dir / CHUNKS).mkdir(exist_ok=True)
+        inside(self.dir, CHUNKS, "chunk folder").mkdir(exist_ok=True)  # not a link
         remove_partial_files(self.dir)
         remove_partial_files(self.dir / CHUNKS)
         self._commit()

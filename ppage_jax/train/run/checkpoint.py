@@ -14,7 +14,9 @@ Training checkpoints (``checkpoints/<update>/``, :class:`TrainingCheckpoints`): 
 runner state of every seed (learner parameters, optimiser states, target networks, replay
 buffers or tables, environment states, keys, progress counters) and the metrics so far,
 written with Orbax (to a temporary directory, then renamed: a checkpoint is complete or
-absent), the last :data:`KEEP_CHECKPOINTS` kept.
+absent), the last :data:`KEEP_CHECKPOINTS` kept. A save that fails (a full disk) is one
+error naming the checkpoint and the OS error: Orbax's background threads are silenced while
+it runs, and what the failed save left is removed, so the previous checkpoint is the newest.
 """
 
 from __future__ import annotations
@@ -22,9 +24,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import gc
+import logging
 import math
 import os
+import re
+import sys
+import threading
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,14 +164,27 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
     return jax.tree.map(jnp.asarray, restored)
 
 
+# TensorStore names the OS error of a failed write in its message: [os_error_code='28']
+_OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")
+
+
 def write_error(err: BaseException, path: Path) -> OSError:
-    """The OSError behind ``err`` (Orbax wraps them), naming ``path``; an EIO one naming the
-    first line of ``err`` when there is none."""
+    """The OS error behind ``err`` (Orbax wraps them: an OSError in its chain, else the
+    ``os_error_code`` a TensorStore message names) for the checkpoint ``path``; an EIO one
+    naming the first line of ``err`` when there is none."""
+    chain: list[BaseException] = []
     seen: BaseException | None = err
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno is not None:
-            return OSError(seen.errno, seen.strerror or str(seen), str(seen.filename or path))
+    while seen is not None and seen not in chain:
+        chain.append(seen)
         seen = seen.__cause__ or seen.__context__
+    for seen in chain:
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return OSError(seen.errno, seen.strerror or os.strerror(seen.errno), str(path))
+    for seen in chain:
+        found = _OS_ERROR_CODE.search(str(seen))
+        if found:
+            code = int(found.group(1))
+            return OSError(code, os.strerror(code), str(path))
     return OSError(
         errno.EIO, f"cannot write this training checkpoint ({_first_line(err)})", str(path)
     )
@@ -208,6 +230,39 @@ def _rebuild(skeleton: Any, leaves: list) -> Any:
     return leaves[skeleton]
 
 
+# Loggers Orbax and its asyncio writers print through while a save runs.
+_SAVE_LOGGERS = ("absl", "asyncio")
+
+
+@contextlib.contextmanager
+def _quiet_save() -> Iterator[None]:
+    """Silence what a save's background threads print: Orbax's absl lines ("Waiting for
+    previous save ...", and on a full disk dozens of tracebacks), asyncio's "exception was
+    never retrieved" and the unraisable "Event loop is closed" of the writes a failure
+    cancels. The failure itself still reaches the caller of the save."""
+    loggers = [logging.getLogger(name) for name in _SAVE_LOGGERS]
+    disabled = [logger.disabled for logger in loggers]
+    hook = sys.unraisablehook
+    for logger in loggers:
+        logger.disabled = True
+    sys.unraisablehook = lambda _: None
+    try:
+        yield
+    finally:
+        sys.unraisablehook = hook
+        for logger, was in zip(loggers, disabled, strict=True):
+            logger.disabled = was
+
+
+def _join_new_threads(before: set[threading.Thread], timeout: float = 30.0) -> None:
+    """Wait (up to ``timeout`` seconds in all) for the threads started since ``before``."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread not in before and thread is not threading.current_thread():
+            with contextlib.suppress(Exception):  # Orbax's threads re-raise their error
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def _leaf_names(tree: Any) -> list[str]:
     paths, _ = jax.tree_util.tree_flatten_with_path(tree)
     return [jax.tree_util.keystr(path, simple=True, separator="/") for path, _ in paths]
@@ -234,6 +289,7 @@ class TrainingCheckpoints:
         if self._manager is None:
             import orbax.checkpoint as ocp
 
+            self._refuse_links()
             if self.directory.exists() and not self.directory.is_dir():
                 raise CheckpointError(f"{self.directory} is a file, not a checkpoint directory")
             options = ocp.CheckpointManagerOptions(
@@ -247,8 +303,20 @@ class TrainingCheckpoints:
                 ) from None
         return self._manager
 
+    def _refuse_links(self) -> None:
+        """:class:`CheckpointError` when the checkpoint folder, or an entry in it, is a
+        symbolic link: Orbax would write (and delete old checkpoints) where it points."""
+        entries = list(self.directory.iterdir()) if self.directory.is_dir() else []
+        for path in (self.directory, *entries):
+            if path.is_symlink():
+                raise CheckpointError(
+                    f"{path} is a symbolic link; training checkpoints are written only into "
+                    f"a real folder of the run directory (remove the link)"
+                )
+
     def steps(self) -> list[int]:
         """The updates at which a complete checkpoint exists, oldest first."""
+        self._refuse_links()
         if not self.directory.is_dir():
             return []
         return sorted(self._open().all_steps())
@@ -381,35 +449,44 @@ class TrainingCheckpoints:
         manager = self._open()
         target = self.directory / str(updates)
         kept = set(manager.all_steps())
-        try:
-            manager.save(
-                int(updates),
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave({"leaves": stored}),
-                    history=ocp.args.StandardSave({"leaves": history_saved}),
-                    meta=ocp.args.JsonSave(meta),
-                ),
-                force=True,
-            )
-            self.saved += 1
-            # testing hook: killed (or a full disk) while Orbax writes
-            fault(f"checkpoint:{self.saved}", target)
-            manager.wait_until_finished()
-        except Exception as err:  # a full disk, a vanished directory: Orbax wraps them
-            self._abandon(int(updates) not in kept, target)
-            raise write_error(err, target) from None
+        threads = set(threading.enumerate())
+        failure: OSError | None = None
+        with _quiet_save():
+            try:
+                manager.save(
+                    int(updates),
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave({"leaves": stored}),
+                        history=ocp.args.StandardSave({"leaves": history_saved}),
+                        meta=ocp.args.JsonSave(meta),
+                    ),
+                    force=True,
+                )
+                self.saved += 1
+                # testing hook: killed (or a full disk) while Orbax writes
+                fault(f"checkpoint:{self.saved}", target)
+                manager.wait_until_finished()
+            except Exception as err:  # a full disk, a vanished directory: Orbax wraps them
+                failure = write_error(err, target)
+                self._abandon(int(updates) not in kept, target, threads)
+            if failure is not None:  # Orbax's failed futures log when collected: now, quietly
+                del manager
+                gc.collect()
+        if failure is not None:
+            raise failure
         self.last_update = int(updates)
         return target
 
-    def _abandon(self, new: bool, target: Path) -> None:
-        """After a failed save: close the manager and remove what the save left (its
-        temporary folder, and the step itself when it is new), so the checkpoints
-        before it are the newest again."""
+    def _abandon(self, new: bool, target: Path, threads: set[threading.Thread]) -> None:
+        """After a failed save: close the manager, wait for the save's threads (started
+        since ``threads``) and remove what the save left (its temporary folder, and the
+        step itself when it is new), so the checkpoints before it are the newest again."""
         import shutil
 
         manager, self._manager = self._manager, None
         with contextlib.suppress(Exception):
             manager.close()
+        _join_new_threads(threads)
         leftovers = [p for p in self.directory.glob("*") if "tmp" in p.name]
         if new:
             leftovers.append(target)

@@ -1,5 +1,6 @@
 """Divergence checks between compiled chunks: a NaN or inf loss, return or parameter stops
-training with :class:`DivergenceError` naming the update, the algorithm and the quantity.
+training with :class:`DivergenceError` naming the update, the algorithm and the quantity (a
+return by its reward term: the first term that is not finite).
 
 The checks run on the host on what a chunk already returns (its metrics rows) plus one small
 compiled all-finite reduction of the learned parameters (``policy_state``), so they add no
@@ -68,11 +69,24 @@ class DivergenceCheck:
     def __call__(self, metrics: dict, first_update: int, runner: Any) -> None:
         """Raise :class:`DivergenceError` for the first non-finite quantity of the chunk
         whose metrics rows are ``metrics`` (updates ``first_update + 1 ...``) and whose
-        final runner state is ``runner``: the earliest update, then the lowest seed, losses
-        before returns."""
+        final runner state is ``runner``: the earliest update, then the lowest seed, then
+        reward terms (in ``reward_terms`` order, predators' returns first) before losses, as
+        a non-finite reward makes the losses non-finite. A term is seen through its mean
+        return per role (``return/<role>/<term>``), so in an update where an episode
+        ended."""
         active = np.asarray(metrics["active"], bool)
         num_seeds, size = active.shape
         found = []  # (update index, seed, order, quantity, value)
+        returns = np.asarray(metrics["returns"], np.float64)  # [S, U, 2, T]
+        ended = np.asarray(metrics["episodes"]) > 0
+        for t, term in enumerate(self.tc.env.reward_terms):
+            for r, role in enumerate(ROLES):
+                if role not in self.roles:
+                    continue
+                values = returns[:, :, r, t]
+                bad = active & (np.isinf(values) | (np.isnan(values) & ended))
+                quantity = f"reward term {term!r} (return/{role}/{term})"
+                found += self._first(bad, len(found), quantity, values)
         for name, values in sorted(metrics["losses"].items()):
             values = np.asarray(values, np.float64)
             finite = np.isfinite(values) & active
@@ -82,15 +96,6 @@ class DivergenceCheck:
             bad = active & (np.isinf(values) | (np.isnan(values) & earlier))
             found += self._first(bad, len(found), f"loss {name}", values)
             self.seen[name] = before | finite.any(axis=1)
-        returns = np.asarray(metrics["returns"], np.float64)  # [S, U, 2, T]
-        ended = np.asarray(metrics["episodes"])[:, :, None, None] > 0
-        for r, role in enumerate(ROLES):
-            if role not in self.roles:
-                continue
-            for t, term in enumerate(self.tc.env.reward_terms):
-                values = returns[:, :, r, t]
-                bad = active & (np.isinf(values) | (np.isnan(values) & ended[:, :, 0, 0]))
-                found += self._first(bad, len(found), f"return/{role}/{term}", values)
         if found:
             u, seed, _, quantity, value = min(found)
             raise DivergenceError(first_update + u + 1, self.tc.algorithm, quantity, value, seed)

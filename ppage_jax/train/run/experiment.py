@@ -16,13 +16,14 @@ import jax
 import numpy as np
 import yaml
 
-from ppage_jax.config import Config, ConfigError, load_config, notice
+from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.config.algorithms import algorithm_params
+from ppage_jax.config.experiment import planned_updates
 from ppage_jax.config.hyperparams import from_params
 from ppage_jax.config.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
 from ppage_jax.config.shipped import resolve_run_path
 from ppage_jax.defaults import SECTIONS
-from ppage_jax.train.config import TrainConfig, num_updates_for
+from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit.roles import FrozenPolicy, StartPolicy
 from ppage_jax.train.protocol import acting_one
 from ppage_jax.train.registry import algorithm
@@ -41,13 +42,12 @@ def make_train_config(config: Config, env=None) -> TrainConfig:
     name = exp["algorithm"]["name"]
     hp = from_params(algorithm_params(name), exp["algorithm"]["params"])
     env = make(config) if env is None else env
-    _notice_budget(exp, hp.num_steps)
     return TrainConfig(
         env=env,
         algorithm=name,
         hp=hp,
         num_envs=exp["num_envs"],
-        num_updates=num_updates_for(
+        num_updates=planned_updates(
             exp["total_timesteps"],
             exp["episodes"],
             exp["num_envs"],
@@ -136,23 +136,6 @@ def policy_hash(config: Config) -> str:
         default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _notice_budget(exp: dict, num_steps: int) -> None:
-    """Announce (:func:`ppage_jax.config.notice`) a budget that plans more env steps than
-    ``experiment.total_timesteps``: one update (``num_envs x num_steps`` env steps per seed)
-    is the least a run trains."""
-    total, num_envs = exp["total_timesteps"], exp["num_envs"]
-    per_update = num_envs * num_steps
-    if total is None or per_update <= total:
-        return
-    notice(
-        f"experiment.num_envs = {num_envs}: one update is {num_envs} grids x {num_steps} turns "
-        f"= {per_update:,} env steps per seed, more than experiment.total_timesteps = "
-        f"{total:,}; the run plans 1 update ({per_update:,} env steps per seed, "
-        f"{per_update / total:.3g}x the budget); for the budget, set experiment.num_envs "
-        f"<= {max(1, total // num_steps)} or raise experiment.total_timesteps"
-    )
 
 
 # --------------------------------------------------------------------------- roles

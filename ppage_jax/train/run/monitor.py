@@ -283,6 +283,7 @@ class Monitor:
         self.start_share: dict[tuple[int, str], float] = {}
         self.start_levels: dict[tuple[int, str], dict[str, float]] = {}
         self.flags: list[Flag] = []
+        self.windows_checked = 0  # full windows seen (all seeds): 0 means nothing was checked
 
     @classmethod
     def for_run(
@@ -334,6 +335,7 @@ class Monitor:
             window = history[-self.cfg.window :]
             if len(window) < self.cfg.window:
                 continue
+            self.windows_checked += 1
             for name, detail in self._conditions(seed, window).items():
                 key = (seed, name)
                 self.streak[key] = self.streak.get(key, 0) + 1 if detail else 0
@@ -536,6 +538,7 @@ class Monitor:
             "warmup_updates": self.warmup,
             "baseline": self.baseline,
             "checks": list(self.columns),
+            "windows_checked": self.windows_checked,
             "flagged": bool(self.flags),
             "flags": [
                 dict(dataclasses.asdict(f), column=f.column)
@@ -554,6 +557,9 @@ def watch_run(cfg: MonitorConfig, tc: Any, params: Any, eval_seed: int) -> Monit
     return monitor
 
 
+NOT_CHECKED = "not checked (run shorter than one window)"
+
+
 def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
     """The end-of-run table: each check, its status and the first flag's detail."""
     cfg = summary["config"]
@@ -566,6 +572,9 @@ def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
         return lines[0] + "\n  disabled (experiment.monitor.enabled: false)"
     if not summary["checks"]:
         return lines[0] + "\n  nothing to watch: no learning role is paid a shaping term"
+    # A run whose blocks never fill one window (too short, or too few episodes per block)
+    # was never checked: say so rather than "ok".
+    unchecked = summary.get("windows_checked", 1) == 0
     by_column: dict[str, list[dict]] = {}
     for flag in summary["flags"]:
         by_column.setdefault(flag["column"], []).append(flag)
@@ -577,6 +586,8 @@ def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
             label = label.replace("shaping term", term[0])
         flags = by_column.get(name, [])
         status = f"FLAGGED ({len(flags)}/{num_seeds} seeds)" if flags else "ok"
+        if unchecked:
+            status = NOT_CHECKED
         first = min((f["env_steps"] for f in flags), default=None)
         rows.append((label, role, status, "" if first is None else f"{first:,}"))
     widths = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ppage_jax.artifacts import (
     write_text,
 )
 from ppage_jax.config import Config
-from ppage_jax.episodes.summary import PREDATOR_ROWS, PREY_ROWS
+from ppage_jax.episodes.summary import comparison_groups
 from ppage_jax.stats.survival import number_text, turns_text
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.types import ROLES
@@ -72,8 +73,9 @@ def new_run_dir(config: Config, out: str | None = None) -> Path:
 
 
 def run_files(run_dir: Path) -> list[str]:
-    """The run artifacts (and training checkpoints) present in ``run_dir``."""
-    return [name for name in RUN_FILES if (Path(run_dir) / name).exists()]
+    """The run artifacts (and training checkpoints) present in ``run_dir`` (a link at one's
+    name too, even a dangling one)."""
+    return [name for name in RUN_FILES if os.path.lexists(Path(run_dir) / name)]
 
 
 def prepare_run_dir(
@@ -214,26 +216,17 @@ def summary_table(evaluation: dict, cap: int) -> str:
 
     blocks = []
     shown: set[str] = set()
-    trained = evaluation.get("trained", {})
-    groups = [
-        (
-            [n for n in PREDATOR_ROWS if n in evaluation],
-            f"PREDATORS, each column against the same prey ({trained.get('prey', '?')}); "
-            f"lower time to capture is better for predators",
-        ),
-        (
-            [n for n in PREY_ROWS if n in evaluation],
-            f"PREY, each column against the same predators ({trained.get('predators', '?')}); "
-            f"higher time to capture is better for prey",
-        ),
-    ]
-    for names, title in groups:
-        if len(names) < 2:
-            continue
+    better = {
+        "predators": "lower time to capture is better for predators",
+        "prey": "higher time to capture is better for prey",
+    }
+    for role, names, opponent in comparison_groups(evaluation):
+        other = "prey" if role == "predators" else "predators"
         shown.update(names)
         blocks.append(
             _table(
-                f"{title}; {episodes(names)} episodes per column",
+                f"{role.upper()}, each column against the same {other} ({opponent}); "
+                f"{better[role]}; {episodes(names)} episodes per column",
                 legend(names),
                 {n: evaluation[n] for n in names},
                 cap,
@@ -243,7 +236,8 @@ def summary_table(evaluation: dict, cap: int) -> str:
     if rest:
         blocks.append(
             _table(
-                f"held-out evaluation; {episodes(rest)} episodes per column",
+                f"{'other rows' if shown else 'held-out evaluation'}; "
+                f"{episodes(rest)} episodes per column",
                 legend(rest),
                 {n: evaluation[n] for n in rest},
                 cap,

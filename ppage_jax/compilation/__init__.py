@@ -1,0 +1,2 @@
+"""Compiling across processes and commands: the persistent compile cache (:mod:`.cache`)
+and the compile time of each program (:mod:`.times`)."""
