@@ -14,6 +14,7 @@ from typing import Any
 from ppage_jax import observations, rewards  # noqa: F401  (register the shipped builders/terms)
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.config.env_spec import EnvSpec, RewardTerm
+from ppage_jax.defaults import VERSION as __version__  # noqa: F401  (the release)
 from ppage_jax.env import GridWorld, make
 from ppage_jax.observations import (
     ObservationBuilder,
@@ -33,8 +34,6 @@ from ppage_jax.rewards import (
 from ppage_jax.sharding import make_mesh, replicate, shard_batch
 from ppage_jax.state import EnvParams, Layout, RewardParams, State
 from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
-
-__version__ = "0.1.0"
 
 # Public names outside the core: name -> module that defines it (imported on first access).
 _LAZY: dict[str, str] = {

@@ -1,10 +1,14 @@
-"""Package defaults of the simulator's sections: PPAGE's shipped top-level config, with
-stamina unlimited. The ``experiment`` section's defaults live with its schema in
+"""Package defaults: the release's version (the one place it is written; ``pyproject.toml``,
+``ppage_jax.__version__``, ``ppage-jax --version``, summary.json, sweep.json and search.json
+read it), and the simulator's sections: PPAGE's shipped top-level config, with stamina
+unlimited. The ``experiment`` section's defaults live with its schema in
 ``ppage_jax.config.experiment``."""
 
 from __future__ import annotations
 
 import copy
+
+VERSION = "0.1.0"
 
 SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
 

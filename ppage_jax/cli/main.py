@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="ppage-jax", description="Vectorized JAX predator-prey gridworld (PPAGE semantics)."
     )
+    from ppage_jax.defaults import VERSION
+
+    parser.add_argument("--version", action="version", version=f"ppage-jax {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         command = importlib.import_module(module)

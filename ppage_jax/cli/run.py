@@ -44,6 +44,7 @@ from ppage_jax.cli.evaluate import run_evaluation
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.compilation.times import CompileTimes
 from ppage_jax.config import Config, ConfigError, load_config
+from ppage_jax.defaults import VERSION
 from ppage_jax.stats.survival import number_text
 from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.tracking.status import status
@@ -219,7 +220,7 @@ def train_and_report(
     # the loggers and the monitor's start (its untrained run) before training is announced:
     # from that line on, Ctrl-C stops after the current chunk
     if lead and exp["monitor"]["enabled"]:
-        status("the reward-hacking monitor's start: an untrained run on held-out layouts")
+        status("the reward-hacking monitor's start: random actions on held-out layouts")
     recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
     roles = ", ".join(f"{r}s: {p}" for r, p in zip(("predator", "prey"), tc.roles, strict=True))
     say(
@@ -398,6 +399,7 @@ def finish(
     report.write_summary(
         run_dir,
         {
+            "version": VERSION,
             "config_hash": tc.config_hash,
             "algorithm": tc.algorithm,
             "roles": dict(zip(("predators", "preys"), tc.roles, strict=True)),

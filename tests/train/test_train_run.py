@@ -43,6 +43,7 @@ def test_run_writes_every_artifact(run_dir, capsys):
     config = pj.load_config(run_dir / "config.yaml")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["config_hash"] == config.hash()
+    assert summary["version"] == pj.__version__
     assert config["experiment"]["algorithm"]["params"]["alpha"] == 0.1  # defaults resolved
     assert (run_dir / "learning_curves.png").read_bytes()[:4] == b"\x89PNG"
     with open(run_dir / "metrics.csv") as handle:

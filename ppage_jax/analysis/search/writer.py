@@ -47,6 +47,7 @@ from ppage_jax.artifacts import (
     write_json,
     write_text,
 )
+from ppage_jax.defaults import VERSION
 
 MANIFEST_FORMAT = "ppage_jax search manifest 1"
 MANIFEST = "manifest.json"
@@ -96,7 +97,7 @@ class SearchWriter:
         overwrite: bool = False,
     ):
         self.dir = prepare_output_dir(output_dir, "search directory")
-        self.description = dict(description)
+        self.description = {"version": VERSION, **description}
         # the seconds earlier runs of this search spent (kept across --resume)
         self.previous_seconds = 0.0
         self.identity = identity_hash(identity)

@@ -609,7 +609,7 @@ def run_sweep(
         writer.write_description(layout=plan.layout)
     finished = FinishedRuns(writer, SweepRecorder(loggers if lead else (), plan.out_dir, spec))
     say = status if progress and lead else (lambda *_: None)
-    say(f"the monitors' start: an untrained run of each of {len(plan.arm_names)} arms")
+    say(f"the monitors' start: random actions under each of {len(plan.arm_names)} arms")
     monitors = (
         arm_monitors(spec.config, plan.env, plan.arm_params, plan.arm_names, spec.eval_seed)
         if lead

@@ -74,6 +74,7 @@ from ppage_jax.config import (
     load_config,
     notice,
 )
+from ppage_jax.defaults import VERSION
 from ppage_jax.env import GridWorld, make
 from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
 from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term, reward_terms
@@ -195,6 +196,7 @@ class SweepSpec:
                 arms[arm.name]["hyperparams"] = hyper
         return {
             "sweep": self.path,
+            "version": VERSION,
             "config": display_path(Path(self.config.path)),
             "config_hash": self.config.hash(),
             "terms": list(self.terms),
@@ -249,6 +251,7 @@ class ScenarioSweep:
     def describe(self) -> dict[str, Any]:
         return {
             "sweep": self.path,
+            "version": VERSION,
             "scenarios": {name: spec.output_dir for name, spec in self.scenarios.items()},
             "arms": [arm.name for arm in self.arms],
             "seeds": self.seeds,

@@ -108,7 +108,7 @@ def resumed_manifest(
     identity: str,
     kind: str = "sweep",
     format_name: str = MANIFEST_FORMAT,
-    sources: str = "the sweep file, its configs or the arms",
+    sources: str = "the sweep file, its configs, the arms or the ppage_jax version",
 ) -> dict:
     """The manifest of the ``kind`` to resume in ``directory``; :class:`OutputError` when it
     holds another one (its ``identity`` hash differs: one of ``sources`` changed)."""
