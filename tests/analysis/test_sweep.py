@@ -581,7 +581,9 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
         ("hacked", "monitor/hacking/predator"): 1.0,
         ("hacked", "monitor/episode_length/predator"): 1.0,
         ("hacked", "monitor/share/predator/predator_distance"): 0.0,
+        ("hacked", "monitor/drift/predator"): 1.0,
         ("hacked", "monitor_first/hacking/predator"): 15360.0,
+        ("hacked", "monitor_first/drift/predator"): 22016.0,
         ("hacked", "monitor_first/episode_length/predator"): 16384.0,
         ("hacked", "monitor_first/share/predator/predator_distance"): pytest.approx(
             np.nan, nan_ok=True
@@ -600,6 +602,7 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
             "monitor/hacking/predator",
             "monitor/episode_length/predator",
             "monitor/share/predator/predator_distance",
+            "monitor/drift/predator",
         ],
         "honest": [],
     }
@@ -630,6 +633,7 @@ def test_the_baselines_play_the_same_layouts_once(hacked_sweep):
     assert list(table) == ["random vs no-op (configured)", chase]
     assert set(table[chase]) == {
         "capture_rate",
+        "captures",
         "rmst",
         "km_median",
         "truncated_share",
@@ -653,16 +657,19 @@ def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_swe
         "P(improvement vs hacked) [95 % CI] |" in report
     )
     rmst = [line for line in report.splitlines() if line.startswith("| RMST")]
-    # one seed each: hacked (20 turns) never beats honest (1 turn), and the other way round
+    # one seed each: hacked (20 turns) never beats honest (1 turn), and the other way round;
+    # with one seed the report gives the points and no interval
+    no_ci = "(n=1: no CI under 3 seeds)"
     assert rmst == [
-        "| RMST: mean turns to capture, censored (lower is better) | hacked | 1 | 20 [20, 20] | "
-        "0.00 [0.00, 0.00] | reference |",
-        "| RMST: mean turns to capture, censored (lower is better) | honest | 1 | 1 [1, 1] | "
-        "reference | 1.00 [1.00, 1.00] |",
+        f"| RMST: mean turns to capture, censored (lower is better) | hacked | 1 | 20 {no_ci} | "
+        f"0.00 {no_ci} | reference |",
+        f"| RMST: mean turns to capture, censored (lower is better) | honest | 1 | 1 {no_ci} | "
+        f"reference | 1.00 {no_ci} |",
     ]
     assert "| hacked | hacking | predator | 1/1 | 15,360 | 15,360 |" in report
     assert "| hacked | episode_length | predator | 1/1 | 16,384 | 16,384 |" in report
     assert "| hacked | share (predator_distance) | predator | 0/1 | - | - |" in report
+    assert "| hacked | drift | predator | 1/1 | 22,016 | 22,016 |" in report
     assert "| honest | not watched (no learning role is paid a shaping term) |||||" in report
     start = report.split("Where the checks start")[1].split("##")[0]
     (row,) = [line for line in start.splitlines() if line.startswith("| hacked |")]
@@ -673,16 +680,16 @@ def test_the_report_shows_monitor_flags_audit_and_every_reference_arm(hacked_swe
     audit = report.split("## Audit before training")[1].split("##")[0]
     hacked_row = next(line for line in audit.splitlines() if line.startswith("| hacked |"))
     # paid for distance, predators gain by not capturing (the audit saw it before training)
-    assert hacked_row.startswith("| hacked | not_potential, stalling, dead_term |")
+    assert hacked_row.startswith("| hacked | not_potential, stalling, stall_margin, dead_term |")
     assert "predator_distance is a direct shaping term, not potential-based" in hacked_row
     assert "stalling: predators: capturing pays 100.00, less than the best" in hacked_row
     assert "| honest | dead_term | dead_term: base.obstacle_penalty never fired" in audit
     outcome = report.split("## Audit, monitor and outcome")[1]
     assert (
-        "| hacked | not_potential, stalling | 1/1 | 20 [20, 20] | 0.00 [0.00, 0.00] | reference |"
-        in (outcome)
+        f"| hacked | +35 | not_potential, stalling, stall_margin | 1/1 | 20 {no_ci} | "
+        f"0.00 {no_ci} | reference |" in outcome
     )
-    assert "| honest | none | not watched | 1 [1, 1] | reference | 1.00 [1.00, 1.00] |" in outcome
+    assert f"| honest | -5 | none | not watched | 1 {no_ci} | reference | 1.00 {no_ci} |" in outcome
     timing = report.split("## Monitor flags against the task metric")[1].split("##")[0]
     assert timing.count("| hacked | 0 |") == 1 and "| honest |" not in timing
 
@@ -697,6 +704,7 @@ def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep
     assert flagged == {
         ("hacked", "not_potential", "", "predator_distance"),
         ("hacked", "stalling", "predator", ""),
+        ("hacked", "stall_margin", "predator", ""),  # +35 a sub-step: 40 paid, 5 charged
         ("hacked", "dead_term", "", "base.obstacle_penalty"),  # no obstacles in this config
         ("honest", "dead_term", "", "base.obstacle_penalty"),
     }
@@ -706,6 +714,7 @@ def test_the_audit_runs_before_training_and_resume_keeps_everything(hacked_sweep
         "shaping_share",
         "early_termination",
         "stalling",
+        "stall_margin",
         "ordering",
         "dominant_term",
         "dead_term",
