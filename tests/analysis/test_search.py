@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from sweep_testing import TINY as SWEEP_TINY
 
 import ppage_jax as pj
 from ppage_jax.analysis.search.constraint import judge, selection_order
@@ -24,16 +25,7 @@ from ppage_jax.cli.main import main as cli_main
 from ppage_jax.config import ConfigError, ConfigNotice
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = {
-    "env.size": 5,
-    "env.termination.max_steps": 12,
-    "agents.predators.count": 1,
-    "agents.preys.count": 1,
-    "agents.preys.speed": 1,
-    "experiment.num_envs": 8,
-    "experiment.total_timesteps": 64,
-    "experiment.algorithm": {"name": "random", "params": {"num_steps": 8}},
-}
+TINY = {**SWEEP_TINY, "experiment.num_envs": 8}  # the sweep tests' scenario, 8 grids
 IPPO = dict(TINY, **{"experiment.algorithm": {"name": "ippo", "params": {"num_steps": 4}}})
 SPACE = {
     "weights.predator_distance": {"low": 0.0, "high": 1.0},
