@@ -27,6 +27,7 @@ SHAPING = (
     "capture_proximity",
     "prey_in_range",
     "predator_cohesion",
+    "place_bonus",
     "potential_distance",
     "potential_prey_distance",
 )

@@ -238,6 +238,26 @@ def predator_cohesion_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np
     return raw
 
 
+_PLACE_DEFAULTS = {"x": 0.0, "y": 0.0, "radius": 1.0}
+
+
+def place_bonus_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
+    """+1 to each agent (captured prey excepted) within ``radius`` cells of (``x``, ``y``),
+    while some prey is uncaptured; others 0."""
+    p = {**_PLACE_DEFAULTS, **params}
+    n_agents = len(ctx.is_predator)
+    raw = np.zeros(n_agents, dtype=np.float64)
+    if all(ctx.is_predator[j] or ctx.captured[j] for j in range(n_agents)):
+        return raw
+    for i in range(n_agents):
+        if not ctx.is_predator[i] and ctx.captured[i]:
+            continue
+        x, y = ctx.positions[i]
+        if abs(int(x) - int(p["x"])) + abs(int(y) - int(p["y"])) <= p["radius"]:
+            raw[i] = 1.0
+    return raw
+
+
 TermFn = Callable[[SubstepContext, Mapping[str, Any]], np.ndarray]
 
 REWARD_TERMS: dict[str, TermFn] = {
@@ -249,6 +269,7 @@ REWARD_TERMS: dict[str, TermFn] = {
     "capture_proximity": capture_proximity_term,
     "prey_in_range": prey_in_range_term,
     "predator_cohesion": predator_cohesion_term,
+    "place_bonus": place_bonus_term,
 }
 """Registry of per-sub-step reward terms: name -> fn(ctx, params) -> unweighted float64[A]."""
 
@@ -304,6 +325,7 @@ _TERM_PARAMS: dict[str, frozenset] = {
     "capture_proximity": frozenset(_PROXIMITY_DEFAULTS),
     "prey_in_range": frozenset(_IN_RANGE_DEFAULTS),
     "predator_cohesion": frozenset(_COHESION_DEFAULTS),
+    "place_bonus": frozenset(_PLACE_DEFAULTS),
     "potential_distance": frozenset(),
     "potential_prey_distance": frozenset(),
 }

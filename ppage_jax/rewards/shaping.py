@@ -88,6 +88,29 @@ def predator_cohesion(ctx: RewardContext) -> jax.Array:
     return (ctx.is_predator & close & ctx.free_prey.any()).astype(jnp.float32)
 
 
+@register_reward(
+    "place_bonus",
+    params={"x": 0.0, "y": 0.0, "radius": 1.0},
+    applies_to="predator",
+    bounds=(0.0, 1.0),
+)
+def place_bonus(ctx: RewardContext) -> jax.Array:
+    """+1 while an agent (a captured prey excepted) stands within ``radius`` cells
+    (Manhattan, inclusive) of the cell (``x``, ``y``), default a corner; 0 otherwise and
+    once no uncaptured prey is left.
+
+    Meant as a nudge towards a place (a den, a choke point), it pays for being there whether
+    or not anyone hunts or hides: an agent parked on the place collects it every sub-step,
+    and for predators a capture, which ends the episode, ends the pay. A farmable term by
+    design, for either role (``applies_to: prey`` pays the prey for standing there).
+    """
+    p = ctx.params
+    place = jnp.stack([p["x"], p["y"]]).astype(ctx.state.positions.dtype)
+    dist = jnp.abs(ctx.state.positions - place[None, :]).sum(-1)
+    there = (dist <= p["radius"]) & ~(ctx.is_prey & ctx.state.captured)
+    return (there & ctx.free_prey.any()).astype(jnp.float32)
+
+
 @register_reward("survival", applies_to="prey", bounds=(0.0, 1.0))
 def survival(ctx: RewardContext) -> jax.Array:
     """+1 to each prey that is still uncaptured after the sub-step."""

@@ -79,6 +79,7 @@ def test_shaping_terms_after_a_capture_use_uncaptured_prey_only():
     assert_term(terms, "predator_closeness", [0.375, 0.375, 0.5, 0.0, 0.0])
     assert_term(terms, "prey_in_range", [0.0, 0.0, 1.0, 0.0, 0.0])
     assert_term(terms, "predator_cohesion", [1.0, 1.0, 0.0, 0.0, 0.0])  # 1 and 2 share a cell
+    assert_term(terms, "place_bonus", [0.0] * 5)  # nobody within 1 of the corner (0, 0)
     # Potentials, once per turn: phi(s) = [-1, -1, -4 | 1, 4], phi(s') = [-5, -5, -4 | 0, 4].
     assert_term(
         terms, "potential_distance", [GAMMA * -5 + 1, GAMMA * -5 + 1, GAMMA * -4 + 4, 0.0, 0.0]
@@ -110,6 +111,19 @@ def test_predator_cohesion_radius_is_a_traced_param():
     assert_term(terms, "predator_cohesion", [1.0, 1.0, 0.0, 0.0, 0.0])
 
 
+def test_place_bonus_place_and_radius_are_traced_params():
+    env = env_a()
+    near_corner = {"place_bonus": {"x": 0.0, "y": 0.0, "radius": 3.0}}
+    params = with_terms(env, env.default_params, term_params=near_corner)
+    _, _, _, terms = run_turn(env, params=params, **OBSTACLE_TURN)
+    # Predators end at (1,1), (1,3), (4,3): 2, 4 and 7 from (0,0); prey are not paid.
+    assert_term(terms, "place_bonus", [1.0, 0.0, 0.0, 0.0, 0.0])
+    on_the_pile = {"place_bonus": {"x": 2.0, "y": 1.0, "radius": 0.0}}
+    params = with_terms(env, env.default_params, term_params=on_the_pile)
+    _, _, _, terms = run_turn(env, params=params, **PILE_ON)
+    assert_term(terms, "place_bonus", [1.0, 1.0, 0.0, 0.0, 0.0])  # both on (2,1)
+
+
 def test_every_term_on_an_obstacle_layout():
     # After: predators (1,1), (1,3), (4,3)*; prey (2,2), (0,3)* (* on an obstacle).
     _, _, _, terms = run_turn(env_a(), **OBSTACLE_TURN)
@@ -121,6 +135,7 @@ def test_every_term_on_an_obstacle_layout():
     assert_term(terms, "predator_closeness", [0.75, 0.875, 0.625, 0.0, 0.0])  # d = 2, 1, 3
     assert_term(terms, "prey_in_range", [1.0, 0.0, 1.0, 0.0, 0.0])
     assert_term(terms, "predator_cohesion", [0.0] * 5)  # predators 2, 5 and 3 cells apart
+    assert_term(terms, "place_bonus", [0.0] * 5)  # (1,1) is 2 from the corner
     # phi(s) = [-2, -2, -4 | 2, 2]; phi(s') = [-2, -1, -3 | 2, 1].
     assert_term(
         terms, "potential_distance", [GAMMA * -2 + 2, GAMMA * -1 + 2, GAMMA * -3 + 4, 0.0, 0.0]

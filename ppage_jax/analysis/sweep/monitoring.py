@@ -83,7 +83,9 @@ def describe_monitors(config: Any, monitors: dict[str, Monitor | None]) -> dict[
     """sweep.json's ``monitor``: the config's ``experiment.monitor``, the columns watched per
     arm, the longest warm-up (updates) and, per watched arm with an untrained start, where
     the checks start (``untrained``: its capture rate, episode length and each watched
-    term's share of the return, ``share/<role>/<term>``)."""
+    term's share of the return, ``share/<role>/<term>``), and per watched arm what rebuilds
+    its monitor without the env (``arms``: :meth:`Monitor.describe`, read back by
+    :meth:`Monitor.from_description`)."""
     untrained = {}
     for name, m in monitors.items():
         if m is not None and m.baseline is not None:
@@ -98,4 +100,5 @@ def describe_monitors(config: Any, monitors: dict[str, Monitor | None]) -> dict[
         "watched": {n: list(m.columns) if m else [] for n, m in monitors.items()},
         "warmup_updates": max((m.warmup for m in monitors.values() if m), default=0),
         "untrained": untrained,
+        "arms": {n: m.describe() for n, m in monitors.items() if m is not None},
     }

@@ -305,6 +305,35 @@ class Monitor:
         warmup = 0 if limit >= NO_TRUNCATION else math.ceil(limit / tc.steps_per_update)
         return cls(cfg, tc.learning_roles, tc.env.reward_terms, shaping, warmup, baseline)
 
+    def describe(self) -> dict[str, Any]:
+        """What rebuilds this monitor's checks without the env (JSON-ready): the roles'
+        shaping terms, every term, the warm-up and the baseline row (non-finite values as
+        None)."""
+        baseline = None
+        if self.baseline is not None:
+            baseline = {
+                k: (float(v) if math.isfinite(float(v)) else None)
+                for k, v in self.baseline.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+        return {
+            "terms": list(self.terms),
+            "shaping": {role: list(terms) for role, terms in self.shaping.items()},
+            "warmup": self.warmup,
+            "baseline": baseline,
+        }
+
+    @classmethod
+    def from_description(cls, cfg: MonitorConfig, described: Mapping[str, Any]) -> Monitor:
+        """The monitor :meth:`describe` wrote, with the settings ``cfg``."""
+        baseline = described.get("baseline")
+        if baseline is not None:
+            baseline = {k: (math.nan if v is None else float(v)) for k, v in baseline.items()}
+        shaping = {r: tuple(t) for r, t in dict(described["shaping"]).items()}
+        return cls(
+            cfg, tuple(shaping), described["terms"], shaping, int(described["warmup"]), baseline
+        )
+
     def fresh(self) -> Monitor:
         """A monitor with the same checks and baseline and no history."""
         return Monitor(
