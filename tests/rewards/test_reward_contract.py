@@ -83,7 +83,9 @@ def test_no_weight_or_param_change_ever_recompiles():
     step = jax.jit(step)
     _, state = env.reset(jax.random.PRNGKey(0))
     actions = jnp.zeros(env.num_agents, jnp.int32)
-    params = env.default_params
+    # The place under predator 0, so that every term pays something at this state.
+    x, y = (float(v) for v in np.asarray(state.positions)[0])
+    params = with_terms(env, env.default_params, term_params={"place_bonus": {"x": x, "y": y}})
     variants = [
         params,
         with_terms(env, params, gamma=0.5),
@@ -91,16 +93,30 @@ def test_no_weight_or_param_change_ever_recompiles():
         params.replace(speeds=params.speeds * 0 + 1, stamina=params.stamina * 0 + 4),
     ]
     rng = np.random.default_rng(0)
+    by_term = {}  # term -> (its reweighted params, its param variants)
     for name in env.reward_terms:
-        variants.append(with_terms(env, params, weights={name: float(rng.normal())}))
-        for key, declared in get_term(name).params.items():
-            values = declared.options if isinstance(declared, Choice) else [3.5, 0.0]
-            variants += [with_terms(env, params, term_params={name: {key: v}}) for v in values]
+        reweighted = with_terms(env, params, weights={name: float(rng.normal())})
+        changed = [
+            with_terms(env, params, term_params={name: {key: v}})
+            for key, declared in get_term(name).params.items()
+            for v in (declared.options if isinstance(declared, Choice) else [3.5, 0.0])
+        ]
+        by_term[name] = (reweighted, changed)
+        variants += [reweighted, *changed]
     variants.append(
         params.replace(
             reward=params.reward.replace(role_masks=jnp.ones_like(params.reward.role_masks))
         )
     )
-    rewards = [np.asarray(step(jax.random.PRNGKey(1), state, actions, p)[2]) for p in variants]
-    assert len({r.tobytes() for r in rewards}) > len(variants) // 2  # the values did change
+
+    def rewards(p) -> np.ndarray:
+        return np.asarray(step(jax.random.PRNGKey(1), state, actions, p)[2])
+
+    for p in variants:
+        rewards(p)  # each one through the one trace
+    unchanged = rewards(params)
+    for name, (reweighted, changed) in by_term.items():
+        assert (rewards(reweighted) != unchanged).any(), name  # the weight reaches the reward
+        if changed:  # and so does some value of its params
+            assert any((rewards(p) != unchanged).any() for p in changed), name
     chex.clear_trace_counter()
