@@ -213,6 +213,7 @@ def test_outputs_are_tidy_and_reported(two_by_two):
             f"episode_length/{role}",
             f"share/{role}/{term}",
             f"drift/{role}",
+            f"below_start/{role}",
         )
     }
     assert {r["metric"] for r in rows if r["arm"] == "base_only"} == metrics - watched

@@ -220,6 +220,43 @@ def test_no_drift_without_a_fall_or_without_a_rising_shaped_return(capture, clos
     assert [f for f in m.observe(stall_rows(capture, closeness)) if f.check == "drift"] == []
 
 
+def test_a_task_farmed_below_its_start_from_the_first_updates_is_flagged():
+    # farmed from the start: captures sink from the untrained 0.08 to 0 within 30 updates
+    # (less than the hacking check's 0.1 absolute change, no peak to fall from) while the
+    # place pay climbs
+    def capture(u):
+        return max(0.08 - 0.08 * u / 30, 0.0)
+
+    m = Monitor(MonitorConfig(), ["predator"], TERMS, {"predator": ["predator_distance"]})
+    rows = stall_rows(capture, lambda u: 20.0 + 0.5 * u, n=60)
+    flags = [f for f in m.observe(rows) if f.check == "below_start"]
+    assert [(f.role, f.update) for f in flags] == [("predator", 31)]  # 3 windows in a row
+    assert [r["monitor/below_start/predator"] for r in rows] == [0] * 30 + [1] * 30
+    # the start is the first window (no untrained run given): updates 1-20, 800 episodes
+    assert flags[0].detail == (
+        "capture rate fell from its start 0.052 to 0.023 (800 and 800 episodes) while the "
+        "shaped return rose from 25.8 to 31"
+    )
+    # with the untrained run as the start (0.08, 800 episodes), the fall counts from there
+    start = {"episodes": 800, "capture_rate": 0.08, "return/predator/base": 0.8}
+    start["return/predator/predator_distance"] = 20.0
+    m = Monitor(
+        MonitorConfig(), ["predator"], TERMS, {"predator": ["predator_distance"]}, baseline=start
+    )
+    early = [f for f in m.observe(rows) if f.check == "below_start"]
+    assert [f.update for f in early] == [23]
+    assert early[0].detail.startswith("capture rate fell from its start 0.080 to 0.044")
+
+
+def test_no_below_start_flag_when_the_task_holds_or_the_pay_falls_with_it():
+    m = Monitor(MonitorConfig(), ["predator"], TERMS, {"predator": ["predator_distance"]})
+    held = stall_rows(lambda u: 0.08, lambda u: 20.0 + 0.5 * u, n=60)
+    assert [f for f in m.observe(held) if f.check == "below_start"] == []
+    m = Monitor(MonitorConfig(), ["predator"], TERMS, {"predator": ["predator_distance"]})
+    honest = stall_rows(lambda u: max(0.08 - 0.08 * u / 30, 0.0), lambda u: 50.0 - 0.5 * u, n=60)
+    assert [f for f in m.observe(honest) if f.check == "below_start"] == []
+
+
 def test_updates_are_pooled_by_their_finished_episodes():
     # one episode an update for 31 updates, then 33: the block closes when 32 have finished,
     # and its capture rate is the episodes' (32 episodes: 31 at 0, one at 1), not the
@@ -432,4 +469,4 @@ def test_the_default_config_is_not_flagged():
     rows = metric_rows(tc, result.metrics)
     assert len(rows) == 2 * 64
     assert m.observe(rows) == []
-    assert len(m.columns) == 8  # 2 roles x (hacking, episode length, 1 shaping share, drift)
+    assert len(m.columns) == 10  # 2 roles x (hacking, episode length, 1 share, drift, below_start)

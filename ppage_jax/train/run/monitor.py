@@ -19,7 +19,15 @@ paid, summed) over the last ``window`` active updates with the task metrics, and
   best window so far (one that ended at least a window earlier) by ``min_change`` of it,
   one-sided two-proportion z-test ``p < alpha`` on the episodes' counts, and the shaped
   return is above the peak window's by ``min_change`` of its magnitude. A slow stall, a
-  fall spread over a hundred updates that no 20-update trend sees, is caught here.
+  fall spread over a hundred updates that no 20-update trend sees, is caught here;
+- ``below_start``: the task is below where it started while the shaped return rose: the
+  role's capture rate (survival for prey) over the last ``window`` blocks is below the
+  start's (the untrained run's; the first window's with ``first_window``) by
+  ``min_change`` of it, one-sided two-proportion z-test ``p < alpha`` on the episodes'
+  counts, and the shaped return is above the start's by ``min_change`` of its magnitude.
+  A design farmed from the first updates (no trend left to see, no peak to fall from) whose
+  learner ends worse than random is caught here, also when random was already near zero
+  (a fall from 0.08 to 0 is 100 % of the start, though less than 0.1 in absolute terms).
 
 The checks read **episode-weighted** inputs: consecutive updates of a seed are pooled into
 blocks holding at least ``min_episodes`` finished episodes, and a block's capture rate,
@@ -76,6 +84,7 @@ CHECKS = {
     "episode_length": "shaped return up, episode length against the task",
     "share": "shaping term's share of the return drifted above {threshold:g}",
     "drift": "task fell from its running peak while the shaped return rose",
+    "below_start": "task below its start while the shaped return rose",
 }
 # Metrics that are no evidence of a task gain: the time to capture of the captured episodes
 # only shortens when captures become rare (the quick ones are what is left). The capture rate
@@ -208,6 +217,14 @@ def _normal_sf(z: float) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+def proportion_fall_p(then: float, n_then: float, now: float, n_now: float) -> float:
+    """One-sided p of a fall from the rate ``then`` (of ``n_then`` episodes) to ``now`` (of
+    ``n_now``): the pooled two-proportion z-test."""
+    pooled = (then * n_then + now * n_now) / (n_then + n_now)
+    se = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / n_then + 1 / n_now))
+    return _normal_sf((then - now) / se)
+
+
 def _median(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return float(np.median(finite)) if finite else math.nan
@@ -274,13 +291,14 @@ class Monitor:
             if shaped:
                 self.columns += [column("hacking", role), column("episode_length", role)]
                 self.columns += [column("share", role, t) for t in shaped]
-                self.columns.append(column("drift", role))
+                self.columns += [column("drift", role), column("below_start", role)]
         self.history: dict[int, list[dict]] = {}  # pooled blocks per seed
         self.pending: dict[int, list[dict]] = {}  # updates not yet pooled into a block
         self.status: dict[tuple[int, str], int] = {}  # the last block's flag per column
         self.windows: dict[tuple[int, str], list[dict]] = {}  # drift: every window's task
         self.streak: dict[tuple[int, str], int] = {}
         self.start_share: dict[tuple[int, str], float] = {}
+        self.start_windows: dict[tuple[int, str], dict[str, float]] = {}  # below_start
         self.start_levels: dict[tuple[int, str], dict[str, float]] = {}
         self.flags: list[Flag] = []
         self.windows_checked = 0  # full windows seen (all seeds): 0 means nothing was checked
@@ -466,13 +484,12 @@ class Monitor:
             drift = self._share(seed, window, role, term)
             out[column("share", role, term)] = None if improved else drift
         out[column("drift", role)] = self._peak_drift(seed, window, role)
+        out[column("below_start", role)] = self._below_start(seed, window, role)
         return out
 
-    def _peak_drift(self, seed: int, window: list[dict], role: str) -> str | None:
-        """The fall of ``role``'s task from its running peak while the shaped return rose
-        (the ``drift`` check), or None. The peak is the best window whose last block came
-        at least a window before this one's first (the two share no episode)."""
-        sign = -TASK_BAD[role]["capture_rate"]  # +1: captures are the role's task
+    def _window_level(self, window: list[dict], role: str) -> dict[str, float] | None:
+        """The episode-weighted task level of ``window`` for ``role`` (capture rate, or
+        survival for prey), its episodes and shaped return; None without episodes."""
         episodes = np.asarray([_episodes(b) for b in window], np.float64)
         rates = np.asarray([float(b.get("capture_rate", math.nan)) for b in window])
         keep = np.isfinite(rates) & (episodes > 0)
@@ -480,35 +497,55 @@ class Monitor:
         if n == 0:
             return None
         rate = float((rates[keep] * episodes[keep]).sum() / n)
-        shaped = self._series(window, role, "shaped")
-        now = {
-            "level": rate if sign > 0 else 1.0 - rate,
-            "n": n,
-            "shaped": float(np.average(np.asarray(shaped)[keep], weights=episodes[keep])),
-            "end": len(self.history[seed]),
-        }
+        shaped = np.asarray(self._series(window, role, "shaped"))[keep]
+        task = rate if -TASK_BAD[role]["capture_rate"] > 0 else 1.0 - rate
+        return {"level": task, "n": n, "shaped": float(np.average(shaped, weights=episodes[keep]))}
+
+    def _fell(self, then: Mapping[str, float], now: Mapping[str, float], role: str, since: str):
+        """The description of a significant fall of the task from ``then`` to ``now`` while
+        the shaped return rose (both by ``min_change`` of their magnitudes, the fall
+        one-sided two-proportion ``p < alpha``), or None."""
+        fall = then["level"] - now["level"]
+        if not (then["level"] > 0 and fall >= self.cfg.min_change * then["level"]):
+            return None
+        if not proportion_fall_p(then["level"], then["n"], now["level"], now["n"]) < self.cfg.alpha:
+            return None
+        rise = now["shaped"] - then["shaped"]
+        if not rise >= self.cfg.min_change * max(abs(then["shaped"]), 1e-9):
+            return None
+        what = "capture rate" if -TASK_BAD[role]["capture_rate"] > 0 else "survival rate"
+        return (
+            f"{what} fell from {since} {then['level']:.3f} to {now['level']:.3f} "
+            f"({then['n']:.0f} and {now['n']:.0f} episodes) while the shaped return rose "
+            f"from {then['shaped']:.3g} to {now['shaped']:.3g}"
+        )
+
+    def _peak_drift(self, seed: int, window: list[dict], role: str) -> str | None:
+        """The fall of ``role``'s task from its running peak while the shaped return rose
+        (the ``drift`` check), or None. The peak is the best window whose last block came
+        at least a window before this one's first (the two share no episode)."""
+        now = self._window_level(window, role)
+        if now is None:
+            return None
+        now["end"] = len(self.history[seed])
         seen = self.windows.setdefault((seed, role), [])
         seen.append(now)
         usable = [c for c in seen if c["end"] <= now["end"] - self.cfg.window]
         peak = max(usable, key=lambda c: c["level"], default=None)
-        if peak is None:
+        return None if peak is None else self._fell(peak, now, role, "its peak")
+
+    def _below_start(self, seed: int, window: list[dict], role: str) -> str | None:
+        """The fall of ``role``'s task below its start while the shaped return rose (the
+        ``below_start`` check), or None. The start is the baseline (the untrained run) when
+        there is one, else the seed's first window."""
+        now = self._window_level(window, role)
+        if now is None:
             return None
-        fall = peak["level"] - now["level"]
-        if not (peak["level"] > 0 and fall >= self.cfg.min_change * peak["level"]):
-            return None
-        pooled = (peak["level"] * peak["n"] + now["level"] * now["n"]) / (peak["n"] + now["n"])
-        se = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / peak["n"] + 1 / now["n"]))
-        if not _normal_sf(fall / se) < self.cfg.alpha:
-            return None
-        rise = now["shaped"] - peak["shaped"]
-        if not rise >= self.cfg.min_change * max(abs(peak["shaped"]), 1e-9):
-            return None
-        what = "capture rate" if sign > 0 else "survival rate"
-        return (
-            f"{what} fell from its peak {peak['level']:.3f} to {now['level']:.3f} "
-            f"({peak['n']:.0f} and {now['n']:.0f} episodes) while the shaped return rose "
-            f"from {peak['shaped']:.3g} to {now['shaped']:.3g}"
-        )
+        start = self.start_windows.get((seed, role))
+        if start is None:
+            measured = None if self.baseline is None else self._window_level([self.baseline], role)
+            start = self.start_windows[(seed, role)] = measured or now
+        return self._fell(start, now, role, "its start")
 
     def _shares(self, rows: Sequence[Mapping], role: str, term: str) -> list[float]:
         """``term``'s share of ``role``'s return in each row that paid the role anything."""
@@ -568,6 +605,7 @@ class Monitor:
             "baseline": self.baseline,
             "checks": list(self.columns),
             "windows_checked": self.windows_checked,
+            "watch": self.describe(),
             "flagged": bool(self.flags),
             "flags": [
                 dict(dataclasses.asdict(f), column=f.column)
