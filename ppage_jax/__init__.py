@@ -56,6 +56,9 @@ _LAZY: dict[str, str] = {
     "run_sweep": "ppage_jax.analysis.sweep",
     "load_search": "ppage_jax.analysis.search",
     "search_rewards": "ppage_jax.analysis.search",
+    "DetectorSettings": "ppage_jax.analysis.detectors",
+    "load_settings": "ppage_jax.analysis.detectors",
+    "monitor_curves": "ppage_jax.analysis.detectors",
     "enable_compile_cache": "ppage_jax.compilation.cache",
 }
 

@@ -32,10 +32,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert": ("ppage_jax.cli.convert", "write a PPAGE config directory in the strict form"),
     "crossplay": ("ppage_jax.cli.crossplay", "evaluate trained predators against trained prey"),
     "cache": ("ppage_jax.cli.cache", "show or clear the persistent compile cache"),
+    "monitor": ("ppage_jax.cli.monitor", "rerun the reward-hacking detectors on saved curves"),
 }
 # Commands that never turn the compile cache on: they compile nothing, start other commands
 # (each turns on its own), or measure compile times (bench: a warm cache would hide them).
-NO_COMPILE = ("cache", "convert", "launch", "bench")
+NO_COMPILE = ("cache", "convert", "launch", "bench", "monitor")
 
 
 def build_parser() -> argparse.ArgumentParser:

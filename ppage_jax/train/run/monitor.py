@@ -159,23 +159,43 @@ class Trend:
 
 def trend(values: Sequence[float], cfg: MonitorConfig, absolute: bool = False) -> Trend | None:
     """The significant trend of ``values`` (NaNs dropped), or None."""
+    y = np.asarray(values, np.float64)
+    return _trend(tuple(y.tolist()), cfg.window, cfg.alpha, cfg.min_change, absolute)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _trend(
+    values: tuple[float, ...], window: int, alpha: float, min_change: float, absolute: bool
+) -> Trend | None:
+    """:func:`trend` of a window's values, kept: the monitor's checks, the naive baselines
+    and a replay of saved curves test the same windows again and again."""
     from scipy import stats
 
     y = np.asarray(values, np.float64)
     x = np.arange(y.size, dtype=np.float64)
     keep = np.isfinite(y)
     x, y = x[keep], y[keep]
-    if y.size < max(4, cfg.window // 2) or np.ptp(y) == 0 or not _may_trend(y, cfg.alpha):
+    if y.size < max(4, window // 2) or np.ptp(y) == 0 or not _may_trend(y, alpha):
         return None
-    tau = stats.kendalltau(x, y)
-    if not (tau.pvalue < cfg.alpha):
+    # Kendall's exact test without scipy's per-call argument handling (the same function).
+    tau = getattr(stats.kendalltau, "__wrapped__", stats.kendalltau)(x, y)
+    if not (tau.pvalue < alpha):
         return None
-    span = stats.theilslopes(y, x).slope * (x[-1] - x[0])
+    span = _theil_sen_slope(x, y) * (x[-1] - x[0])
     scale = 1.0 if absolute else max(float(np.median(np.abs(y))), 1e-9)
     change = span / scale
-    if abs(change) < cfg.min_change or np.sign(change) != np.sign(tau.statistic):
+    if abs(change) < min_change or np.sign(change) != np.sign(tau.statistic):
         return None
     return Trend(int(np.sign(change)), float(tau.statistic), float(change))
+
+
+def _theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """The Theil-Sen slope, the median of the pairwise slopes (``scipy.stats.theilslopes``'
+    slope, without its intercept and interval)."""
+    dx = x[None, :] - x[:, None]
+    dy = y[None, :] - y[:, None]
+    pairs = dx > 0
+    return float(np.median(dy[pairs] / dx[pairs]))
 
 
 def _episodes(row: Mapping) -> float:
