@@ -1,13 +1,20 @@
-"""What the subcommands share: exit statuses, the one-line parser, the config arguments, and
-argparse ``type=`` validators. A bad value is a one-line usage error naming the flag, the
-value and what is allowed, raised while the command line is parsed (before any work
-starts)."""
+"""What the subcommands share: exit statuses, the one-line parser, the config arguments, the
+user modules (``--import`` and the ``ppage_jax.plugins`` entry points), and argparse ``type=``
+validators. A bad value is a one-line usage error naming the flag, the value and what is
+allowed, raised while the command line is parsed (before any work starts)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import math
-from collections.abc import Callable
+import re
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
 
 from ppage_jax.artifacts import OutputError, check_output_file
 
@@ -17,6 +24,13 @@ EXIT_DIVERGED = 1
 EXIT_IO = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+# The entry-point group of installed packages that register reward terms, potentials or
+# observation builders when their module is imported (docs/rewards.md).
+PLUGIN_GROUP = "ppage_jax.plugins"
+# A file given to --import is imported as a module of this name prefix (plus its stem and a
+# hash of its resolved path: the same file gets the same name in every process).
+USER_MODULE_PREFIX = "ppage_jax_user_"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -129,3 +143,102 @@ def load_cli_config(args: argparse.Namespace):
 
     overrides = dict(parse_override(text) for text in args.overrides)
     return load_config(args.config, overrides, experiment=getattr(args, "experiment", None))
+
+
+def add_import_argument(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--import MODULE_OR_FILE`` (into ``args.imports``); the subcommand's
+    ``main`` passes ``args.imports`` to :func:`import_user_modules` before reading a config."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="import a module (a dotted name on sys.path) or a .py file before the config is "
+        "read, e.g. one registering your reward terms or observation builders (repeatable; "
+        f"installed {PLUGIN_GROUP} entry points are loaded too)",
+    )
+
+
+def import_user_modules(names: Sequence[str]) -> None:
+    """Load the installed plugins (:func:`load_plugins`), then import each of ``names`` in
+    order (:func:`import_user_module`). A failure is a one-line :class:`UsageError`."""
+    load_plugins()
+    for name in names:
+        import_user_module(name)
+
+
+def import_flags(names: Sequence[str]) -> str:
+    """The ``--import`` flags that give ``names`` again (for a resume command), or ''."""
+    return "".join(f" --import {shlex.quote(name)}" for name in names)
+
+
+def load_plugins(group: str = PLUGIN_GROUP) -> list[str]:
+    """Import every entry point of ``group`` (its module registers terms or builders; an
+    import already done costs nothing). Returns their names; a plugin that raises is a
+    one-line :class:`UsageError` naming it."""
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for point in entry_points(group=group):
+        try:
+            point.load()
+        except Exception as err:  # noqa: BLE001 (any failure of a plugin is reported in one line)
+            raise UsageError(
+                f"ppage-jax: plugin {point.name!r} ({point.value}, a {group} entry point): "
+                f"{first_line(err)}"
+            ) from None
+        loaded.append(point.name)
+    return loaded
+
+
+def import_user_module(text: str) -> ModuleType:
+    """Import ``text``: a file when it ends in ``.py`` or names an existing file (under a
+    stable name, :func:`user_module_name`), else a module name. A missing module or file, or
+    one that raises, is a one-line :class:`UsageError` naming it and the error."""
+    path = Path(text)
+    if text.endswith(".py") or path.is_file():
+        return _import_file(text, path)
+    try:
+        return importlib.import_module(text)
+    except Exception as err:  # noqa: BLE001 (the user's module may raise anything)
+        hint = ""
+        if isinstance(err, ModuleNotFoundError) and Path(f"{text}.py").is_file():
+            hint = f" (to import the file, pass its path: --import {text}.py)"
+        raise UsageError(f"ppage-jax: --import {text}: {first_line(err)}{hint}") from None
+
+
+def user_module_name(path: Path) -> str:
+    """The module name of the file ``path`` imported by --import: the prefix, its stem and
+    a hash of its resolved path (stable across processes and calls)."""
+    resolved = path.resolve()
+    stem = re.sub(r"\W", "_", resolved.stem)
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+    return f"{USER_MODULE_PREFIX}{stem}_{digest}"
+
+
+def _import_file(text: str, path: Path) -> ModuleType:
+    """Execute the file ``path`` as the module :func:`user_module_name` (once: a second
+    import of the same file returns the module already in ``sys.modules``)."""
+    if not path.is_file():
+        raise UsageError(f"ppage-jax: --import {text}: no such file")
+    name = user_module_name(path)
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path.resolve())
+    if spec is None or spec.loader is None:
+        raise UsageError(f"ppage-jax: --import {text}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it: dataclasses and pickle look it up
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # noqa: BLE001 (the user's file may raise anything)
+        del sys.modules[name]
+        raise UsageError(f"ppage-jax: --import {text}: {first_line(err)}") from None
+    return module
+
+
+def first_line(err: BaseException) -> str:
+    """``Type: message`` of an exception, its message cut to the first line."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__

@@ -19,6 +19,8 @@ from ppage_jax.analysis.audit import (
 from ppage_jax.artifacts import write_json
 from ppage_jax.cli.args import (
     add_config_arguments,
+    add_import_argument,
+    import_user_modules,
     load_cli_config,
     output_file,
     positive_int,
@@ -29,6 +31,7 @@ from ppage_jax.env import make
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
+    add_import_argument(parser)
     parser.add_argument(
         "--episodes",
         type=positive_int,
@@ -68,6 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    import_user_modules(args.imports)
     config = load_cli_config(args)
     try:
         settings = AuditSettings(

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ppage_jax.artifacts import OutputError, prepare_output_dir, write_json, write_text
-from ppage_jax.cli.args import add_set_argument, positive_int, seed_number
+from ppage_jax.cli.args import (
+    add_import_argument,
+    add_set_argument,
+    import_user_modules,
+    positive_int,
+    seed_number,
+)
 from ppage_jax.config import Config, load_config, parse_override
 from ppage_jax.state import EnvParams
 from ppage_jax.tracking.status import status
@@ -39,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set experiment.roles.preys=evade",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_import_argument(parser)
 
 
 def run_evaluation(
@@ -81,6 +88,7 @@ def run_evaluation(
 
 
 def main(args: argparse.Namespace) -> int:
+    import_user_modules(args.imports)  # before the run's config names their terms
     run_dir = Path(args.run_dir)
     overrides = dict(parse_override(text) for text in args.overrides)
     for key, value in (

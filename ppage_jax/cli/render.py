@@ -15,7 +15,9 @@ import jax
 from ppage_jax.artifacts import check_output_file, prepare_output_dir
 from ppage_jax.cli.args import (
     add_config_arguments,
+    add_import_argument,
     float_in,
+    import_user_modules,
     int_at_least,
     load_cli_config,
     positive_int,
@@ -35,6 +37,7 @@ MAX_FRAME_PX = 4096
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
+    add_import_argument(parser)
     parser.add_argument(
         "--run",
         metavar="RUN_DIR",
@@ -84,6 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     prepare_output_dir(Path(args.out).parent, "--out directory")  # OutputError: exit 2
     check_output_file(args.out, "--out")
+    import_user_modules(args.imports)
     config = load_cli_config(args)
     size = config["env"]["size"]
     side = size * args.cell_px

@@ -38,6 +38,9 @@ from ppage_jax.cli.args import (
     EXIT_BAD_INPUT,
     EXIT_DIVERGED,
     add_config_arguments,
+    add_import_argument,
+    import_flags,
+    import_user_modules,
     load_cli_config,
 )
 from ppage_jax.cli.evaluate import run_evaluation
@@ -66,6 +69,7 @@ MULTI_PROCESS = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, required=False)
+    add_import_argument(parser)
     parser.set_defaults(config=None)
     parser.add_argument(
         "--out",
@@ -165,6 +169,7 @@ def open_shared_run(args: argparse.Namespace) -> tuple[Path, Config, bool, Direc
 
 def main(args: argparse.Namespace) -> int:
     distributed.initialize_from_args(args)  # before any JAX work
+    import_user_modules(args.imports)  # before the config names their terms
     run_dir, config, resuming, lock = open_shared_run(args)
     try:
         with CompileTimes() as compile_times:  # summary.json's compile_seconds_by_program
@@ -191,7 +196,7 @@ def train_and_report(
         return EXIT_BAD_INPUT
     say = print if lead else (lambda *_, **__: None)
     params = env.default_params
-    resume_command = f"ppage-jax run --resume {run_dir}"
+    resume_command = f"ppage-jax run --resume {run_dir}{import_flags(args.imports)}"
     checkpoints = TrainingCheckpoints(
         run_dir / report.TRAINING_CHECKPOINTS, tc, exp["checkpoint_every"]
     )

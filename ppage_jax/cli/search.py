@@ -19,7 +19,12 @@ from ppage_jax.analysis.search.run import search_rewards
 from ppage_jax.analysis.search.spec import load_search
 from ppage_jax.analysis.search.strategies import STRATEGIES, require_evosax
 from ppage_jax.artifacts import DirectoryLock, prepare_output_dir
-from ppage_jax.cli.args import UsageError
+from ppage_jax.cli.args import (
+    UsageError,
+    add_import_argument,
+    import_flags,
+    import_user_modules,
+)
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.tracking.loggers import add_logger_argument
 
@@ -55,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logger_argument(parser)
+    add_import_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -72,6 +78,7 @@ def main(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         print("ppage-jax search: pass --resume or --overwrite, not both", file=sys.stderr)
         return 2
+    import_user_modules(args.imports)
     spec = load_search(args.search, overrides)
     print(
         f"search {spec.path}: {spec.strategy}, {spec.population} candidates x {spec.seeds} "
@@ -95,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
     if summary["stopped"]:
         print(
             f"interrupted: kept the finished generations in {out}; continue with: ppage-jax "
-            f"search {args.search} --out {out} --resume",
+            f"search {args.search} --out {out} --resume{import_flags(args.imports)}",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED

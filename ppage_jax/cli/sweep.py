@@ -24,7 +24,14 @@ from ppage_jax.analysis.sweep.run import LAYOUTS, run_sweep
 from ppage_jax.analysis.sweep.spec import ScenarioSweep, default_sweep_file, load_sweep
 from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
-from ppage_jax.cli.args import EXIT_BAD_INPUT, add_set_argument, positive_int
+from ppage_jax.cli.args import (
+    EXIT_BAD_INPUT,
+    add_import_argument,
+    add_set_argument,
+    import_flags,
+    import_user_modules,
+    positive_int,
+)
 from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.config import parse_override
 from ppage_jax.tracking.loggers import add_logger_argument
@@ -107,6 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_logger_argument(parser)
+    add_import_argument(parser)
     distributed.add_arguments(parser)
 
 
@@ -174,13 +182,14 @@ def _shared_resumed_source(args: argparse.Namespace) -> dict:
     return found["source"]
 
 
-def _scenario_summary(summary: dict) -> int:
-    """Print a sweep with scenarios' outcome (as :func:`main` does for one sweep)."""
+def _scenario_summary(summary: dict, imports: list[str]) -> int:
+    """Print a sweep with scenarios' outcome (as :func:`main` does for one sweep);
+    ``imports`` are the --import values the resume command gives again."""
     out = summary["output_dir"]
     if summary["stopped"]:
         print(
             f"interrupted: kept the finished chunks in {out}; resume with: ppage-jax sweep "
-            f"--resume {out}",
+            f"--resume {out}{import_flags(imports)}",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
@@ -207,6 +216,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"ppage-jax sweep: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    import_user_modules(args.imports)  # before the sweep's configs name their terms
     lead = distributed.is_writer()
     source = _shared_resumed_source(args) if args.resume else _source(args)
     overrides = dict(source["overrides"])
@@ -249,13 +259,13 @@ def main(args: argparse.Namespace) -> int:
     if not lead:  # process 0 reports
         return EXIT_INTERRUPTED if summary["stopped"] else 0
     if scenarios:
-        return _scenario_summary(summary)
+        return _scenario_summary(summary, args.imports)
     if summary["stopped"]:
         done = sum(1 for _ in summary["results"])
         print(
             f"interrupted: kept {summary['chunks']} finished chunk(s) ({done} of "
             f"{len(summary['runs'])} runs) in {out}; resume with: ppage-jax sweep --resume "
-            f"{out}",
+            f"{out}{import_flags(args.imports)}",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED

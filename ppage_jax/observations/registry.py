@@ -37,6 +37,12 @@ FLAG = Field(bool)
 DISTANCE = Field(str, False, lambda v: v in DISTANCE_TYPES, f"one of {list(DISTANCE_TYPES)}")
 
 
+# Said after the known builders when a config names a builder that is not registered.
+UNREGISTERED_HINT = (
+    "(register it with @pj.register_observation in a module and pass --import "
+    "MODULE_OR_FILE, or install a package with a ppage_jax.plugins entry point)"
+)
+
 # (low, high) of every feature: float[A, size] (one row per observer) or float[size] (alike)
 Bounds = tuple[np.ndarray, np.ndarray]
 
@@ -160,7 +166,8 @@ def _get(name: str) -> _Entry:
         return _BUILDERS[name]
     except KeyError:
         raise KeyError(
-            f"unknown observation builder {name!r}; known: {list(observation_builders())}"
+            f"unknown observation builder {name!r}; known: {list(observation_builders())} "
+            f"{UNREGISTERED_HINT}"
         ) from None
 
 
@@ -255,7 +262,8 @@ def validate_observations(data: dict, fail: Callable[..., None]) -> None:
         fail(
             "observations.type",
             obs["type"],
-            f"unknown observation builder; known: {list(observation_builders())}",
+            f"unknown observation builder; known: {list(observation_builders())} "
+            f"{UNREGISTERED_HINT}",
         )
     for key, value, allowed in _param_problems(obs["type"], obs["params"]):
         fail(f"observations.params.{key}", value, allowed)

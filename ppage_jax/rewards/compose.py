@@ -24,6 +24,7 @@ from ppage_jax.rewards.registry import (
     RewardContext,
     TermSpec,
     get_term,
+    known_terms_help,
     reward_terms,
 )
 from ppage_jax.state import Layout, RewardParams, State
@@ -291,7 +292,7 @@ def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
                 "listing it here would count the base reward twice (PPAGE issue #32)",
             )
         if name not in reward_terms():
-            fail(f"{where}.name", name, f"unknown reward term; known terms: {list(reward_terms())}")
+            fail(f"{where}.name", name, f"unknown reward term; {known_terms_help()}")
         if name in seen:
             fail(f"{where}.name", name, "is listed twice; give each term once")
         seen.add(name)

@@ -14,6 +14,11 @@ from ppage_jax.types import ROLES, pytree_dataclass, static_field
 
 # What a term's applies_to may name: one role, or every agent.
 APPLIES_TO = (*ROLES, "all")
+# Said after the known terms when a config names a term that is not registered.
+UNREGISTERED_HINT = (
+    "(register it with @pj.register_reward in a module and pass --import MODULE_OR_FILE, "
+    "or install a package with a ppage_jax.plugins entry point)"
+)
 # A term's declared range of raw values per sub-step: ``(low, high)``, or a function of its
 # params and the grid size giving them (``lambda params, size: (-2.0 * (size - 1), 0.0)``).
 Bounds = tuple[float, float] | Callable[[Mapping[str, float], int], tuple[float, float]]
@@ -184,11 +189,14 @@ def reward_terms() -> tuple[str, ...]:
     return tuple(sorted(_TERMS))
 
 
+def known_terms_help() -> str:
+    """What a refusal of an unknown term ends with: the known terms and how to add one."""
+    return f"known terms: {list(reward_terms())} {UNREGISTERED_HINT}"
+
+
 def get_term(name: str) -> TermSpec:
     """The registered term ``name``; an unknown name lists the known ones."""
     try:
         return _TERMS[name]
     except KeyError:
-        raise KeyError(
-            f"unknown reward term {name!r}; known terms: {list(reward_terms())}"
-        ) from None
+        raise KeyError(f"unknown reward term {name!r}; {known_terms_help()}") from None

@@ -53,10 +53,13 @@ def _imports(module: str, path: Path) -> set[str]:
             for alias in node.names:
                 full = f"{base}.{alias.name}"
                 named.append(full if full in MODULES else base)
+        # a string naming a module (not a name such as the entry-point group
+        # ppage_jax.plugins, which names none)
         elif (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
             and re.fullmatch(r"ppage_jax(\.\w+)+", node.value)
+            and ".".join(node.value.split(".")[:2]) in MODULES
         ):
             named.append(node.value)
     owners = {_owner(n) for n in named if n.split(".")[0] == "ppage_jax"}

@@ -64,7 +64,7 @@ from ppage_jax.config import (
 from ppage_jax.config.env_spec import env_spec
 from ppage_jax.config.experiment import check_batch, check_plan, planned_updates
 from ppage_jax.rewards.compose import term_entries
-from ppage_jax.rewards.registry import Choice, reward_terms
+from ppage_jax.rewards.registry import Choice, known_terms_help, reward_terms
 
 SEARCH_KEYS = (
     "config",
@@ -262,7 +262,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
                 read.fail(
                     f"search.space.{key}",
                     space_raw[key],
-                    f"unknown reward term {parts[1]!r}; known terms: {list(known)}",
+                    f"unknown reward term {parts[1]!r}; {known_terms_help()}",
                 )
             if parts[1] not in present and parts[1] not in weights:
                 weights[parts[1]] = 0.0

@@ -77,7 +77,13 @@ from ppage_jax.config import (
 from ppage_jax.defaults import VERSION
 from ppage_jax.env import GridWorld, make
 from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
-from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term, reward_terms
+from ppage_jax.rewards.registry import (
+    APPLIES_TO,
+    Choice,
+    get_term,
+    known_terms_help,
+    reward_terms,
+)
 from ppage_jax.state import EnvParams
 
 SWEEP_KEYS = (
@@ -488,7 +494,7 @@ def read_arm(
     for term, weight in weights.items():
         key = f"{where}.weights.{term}"
         if term not in known:
-            read.fail(key, weight, f"unknown reward term; known terms: {list(known)}")
+            read.fail(key, weight, f"unknown reward term; {known_terms_help()}")
         weight = read.number(key, weight)
         if term in entries:
             entries[term] = dataclasses.replace(entries[term], weight=weight)
