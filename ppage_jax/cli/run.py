@@ -44,7 +44,7 @@ from ppage_jax.cli.args import (
     load_cli_config,
 )
 from ppage_jax.cli.evaluate import run_evaluation
-from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
+from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.compilation.times import CompileTimes
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.defaults import VERSION

@@ -32,7 +32,7 @@ from ppage_jax.cli.args import (
     import_user_modules,
     positive_int,
 )
-from ppage_jax.cli.interrupt import EXIT_INTERRUPTED, StopRequest
+from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.config import parse_override
 from ppage_jax.tracking.loggers import add_logger_argument
 
