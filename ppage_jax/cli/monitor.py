@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ppage_jax.cli.args import UsageError
+from ppage_jax.cli.args import UsageError, add_import_argument, import_user_modules
 
 MONITOR_FILE = "monitor.csv"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_import_argument(parser)
     parser.add_argument(
         "directories",
         nargs="*",
@@ -119,6 +120,7 @@ def _suite(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    import_user_modules(args.imports)
     if args.suite is not None:
         if args.directories:
             raise UsageError("monitor: give run directories or --suite, not both")
