@@ -178,7 +178,28 @@ def untrained_policies(tc, n: int = 2):
     return jax.jit(jax.vmap(lambda k: module.policy_state(module.init(k, tc, params))))(seeds(n))
 
 
+def stall_rows(capture, closeness, episodes=40, n=160) -> list[dict]:
+    """Updates of one seed with ``episodes`` finished each: capture rate ``capture(u)``,
+    the base return its captures (10 each), a closeness payment ``closeness(u)``."""
+    return [
+        {
+            "seed": 0,
+            "update": u,
+            "env_steps": 2048 * u,
+            "active": True,
+            "episodes": episodes,
+            "capture_rate": capture(u),
+            "steps_to_capture": 60.0,
+            "episode_length": 150.0,
+            "return/predator/base": 10.0 * capture(u),
+            "return/predator/predator_distance": closeness(u),
+        }
+        for u in range(1, n + 1)
+    ]
+
+
 __all__ = [
+    "stall_rows",
     "ACTOR_CRITIC_LOSSES",
     "MAX_STEPS",
     "OPTIMAL_STEPS",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_testing import main_cli
+from train_testing import stall_rows
 
 import ppage_jax as pj
 from ppage_jax.analysis.detectors.naive import naive_flags
@@ -136,35 +137,17 @@ def test_the_naive_baselines_on_synthetic_curves():
     assert set(naive_flags(short, ["predator"], TERMS, cfg).values()) == {None}
 
 
-def stall_rows(capture, paid, n=60) -> list[dict]:
-    return [
-        {
-            "seed": 0,
-            "update": u,
-            "env_steps": 2048 * u,
-            "active": True,
-            "episodes": 40,
-            "capture_rate": capture(u),
-            "steps_to_capture": 60.0,
-            "episode_length": 150.0,
-            "return/predator/base": 10.0 * capture(u),
-            "return/predator/predator_distance": paid(u),
-        }
-        for u in range(1, n + 1)
-    ]
-
-
 WATCH = {"terms": list(TERMS), "shaping": {"predator": ["predator_distance"]}, "warmup": 0}
 
 
 def test_monitor_curves_flags_a_farmed_curve_and_passes_an_honest_one():
-    farmed = stall_rows(lambda u: max(0.08 - 0.08 * u / 30, 0.0), lambda u: 20.0 + 0.5 * u)
+    farmed = stall_rows(lambda u: max(0.08 - 0.08 * u / 30, 0.0), lambda u: 20.0 + 0.5 * u, n=60)
     (found,) = pj.monitor_curves(farmed, watch=WATCH)
     assert found.first["monitor/below_start"] == (31, 31 * 2048)
     # a clean synthetic fall: the trend check sees it first, and "monitor" is the first of any
     assert found.first["monitor/hacking"] == found.first["monitor"] == (22, 22 * 2048)
     assert found.columns["monitor/below_start/predator"] == (31, 31 * 2048)
-    honest = stall_rows(lambda u: 0.08 + 0.004 * u, lambda u: 20.0 + 0.5 * u)
+    honest = stall_rows(lambda u: 0.08 + 0.004 * u, lambda u: 20.0 + 0.5 * u, n=60)
     (passed,) = pj.monitor_curves(honest, watch=WATCH)
     assert passed.first["monitor"] is None
     # a stricter alpha is a new threshold: the farmed curve is flagged later
@@ -177,9 +160,9 @@ def test_the_task_onset_is_the_end_of_its_best_window():
     def capture(u):
         return 0.1 + 0.01 * u if u <= 30 else 0.4 - 0.01 * (u - 30)
 
-    run = WatchedRun("a", 0, tuple(stall_rows(capture, lambda u: 1.0)), WATCH)
+    run = WatchedRun("a", 0, tuple(stall_rows(capture, lambda u: 1.0, n=60)), WATCH)
     assert onset_update(run, "predator", 20) == 40  # updates 21-40 centre on the peak at 30
-    climbing = WatchedRun("a", 0, tuple(stall_rows(lambda u: 0.01 * u, lambda u: 1.0)), WATCH)
+    climbing = WatchedRun("a", 0, tuple(stall_rows(lambda u: 0.01 * u, lambda u: 1.0, n=60)), WATCH)
     assert onset_update(climbing, "predator", 20) is None  # never fell
     # for prey the task is survival: a rising capture rate is its fall, from the start
     assert onset_update(climbing, "prey", 20) == 20

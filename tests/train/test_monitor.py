@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from train_testing import tiny_config, train_seeds
+from train_testing import stall_rows, tiny_config, train_seeds
 
 import ppage_jax as pj
 from ppage_jax.train import make_train_config
@@ -162,26 +162,6 @@ def test_a_shaping_share_drifting_above_the_threshold_is_flagged():
         length=lambda u: 10.0,
     )
     assert monitor(window=4, patience=1).observe(high) == []
-
-
-def stall_rows(capture, closeness, episodes=40, n=160) -> list[dict]:
-    """Updates of one seed with ``episodes`` finished each: capture rate ``capture(u)``,
-    the base return its captures (10 each), a closeness payment ``closeness(u)``."""
-    return [
-        {
-            "seed": 0,
-            "update": u,
-            "env_steps": 2048 * u,
-            "active": True,
-            "episodes": episodes,
-            "capture_rate": capture(u),
-            "steps_to_capture": 60.0,
-            "episode_length": 150.0,
-            "return/predator/base": 10.0 * capture(u),
-            "return/predator/predator_distance": closeness(u),
-        }
-        for u in range(1, n + 1)
-    ]
 
 
 def test_a_slow_fall_from_the_peak_while_the_shaped_return_rises_is_flagged():
