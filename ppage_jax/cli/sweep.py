@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from ppage_jax import distributed
 from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
@@ -234,7 +235,7 @@ def main(args: argparse.Namespace) -> int:
         lock,
         StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop,
     ):
-        options = dict(
+        options: dict[str, Any] = dict(
             progress=not args.no_progress,
             loggers=args.logger,
             resume=args.resume is not None,

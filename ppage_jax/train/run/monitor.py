@@ -158,10 +158,10 @@ def trend(values: Sequence[float], cfg: MonitorConfig, absolute: bool = False) -
     x, y = x[keep], y[keep]
     if y.size < max(4, cfg.window // 2) or np.ptp(y) == 0 or not _may_trend(y, cfg.alpha):
         return None
-    tau = stats.kendalltau(x, y)
+    tau: Any = stats.kendalltau(x, y)  # scipy's result type hides pvalue and statistic
     if not (tau.pvalue < cfg.alpha):
         return None
-    span = stats.theilslopes(y, x).slope * (x[-1] - x[0])
+    span = stats.theilslopes(y, x)[0] * (x[-1] - x[0])  # [0]: the slope
     scale = 1.0 if absolute else max(float(np.median(np.abs(y))), 1e-9)
     change = span / scale
     if abs(change) < cfg.min_change or np.sign(change) != np.sign(tau.statistic):
@@ -241,7 +241,8 @@ def _may_trend(y: np.ndarray, alpha: float) -> bool:
     return var > 0 and abs(s) / math.sqrt(var) >= 0.8 * _critical_z(alpha)
 
 
-def _describe(name: str, t: Trend) -> str:
+def _describe(name: str, t: Trend | None) -> str:
+    assert t is not None  # the callers describe only a trend they found
     word = "rising" if t.direction > 0 else "falling"
     amount = f"{t.change:+.2f}" if name in ABSOLUTE else f"{100 * t.change:+.0f} %"
     return f"{name} {word} ({amount}, tau {t.tau:+.2f})"
