@@ -9,7 +9,7 @@ pictures, training, audits, sweeps, reward search) resolves lazily on first use,
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppage_jax import observations, rewards  # noqa: F401  (register the shipped builders/terms)
 from ppage_jax.config import Config, ConfigError, load_config
@@ -62,6 +62,22 @@ _LAZY: dict[str, str] = {
     "enable_compile_cache": "ppage_jax.compilation.cache",
 }
 
+if TYPE_CHECKING:  # the lazy names' real types, for type checkers and editors
+    from ppage_jax.analysis.audit import AuditSettings, audit_rewards, format_report
+    from ppage_jax.analysis.search import load_search, search_rewards
+    from ppage_jax.analysis.sweep import load_sweep, run_sweep
+    from ppage_jax.compilation.cache import enable_compile_cache
+    from ppage_jax.episodes import (
+        EpisodeStats,
+        episode_stats_init,
+        episode_stats_update,
+        rescore,
+        rollout_episodes,
+        summarize_episodes,
+    )
+    from ppage_jax.train import TrainConfig, make_train_config, train
+    from ppage_jax.viz.frames import render, render_episode, write_gif
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
@@ -105,5 +121,26 @@ __all__ = [
     "replicate",
     "reward_terms",
     "shard_batch",
-    *_LAZY,
+    # the lazy names (_LAZY), spelled out for type checkers
+    "EpisodeStats",
+    "episode_stats_init",
+    "episode_stats_update",
+    "rescore",
+    "rollout_episodes",
+    "summarize_episodes",
+    "render",
+    "render_episode",
+    "write_gif",
+    "TrainConfig",
+    "make_train_config",
+    "train",
+    "AuditSettings",
+    "audit_rewards",
+    "format_report",
+    "load_sweep",
+    "run_sweep",
+    "load_search",
+    "search_rewards",
+    "enable_compile_cache",
 ]
+assert set(__all__) >= set(_LAZY), "every lazy name is public"

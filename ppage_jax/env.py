@@ -12,7 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.core import Tracer
 from jax.experimental import checkify
+from jax.typing import ArrayLike
 
 from ppage_jax import stages
 from ppage_jax.actions import action_table, noop_action
@@ -113,7 +115,7 @@ def _term_entries(spec: EnvSpec) -> list[TermEntry]:
 
 def _finite_float32(what: str, value: Any) -> None:
     """Refuse a concrete number that is not finite in float32 (traced values pass)."""
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, Tracer):
         return
     host = np.asarray(value)
     if host.dtype.kind not in "iuf" or not np.all(np.abs(host.astype(np.float64)) <= FLOAT32_MAX):
@@ -404,7 +406,7 @@ class GridWorld:
         return self._start(positions, obstacles, self._params(params))
 
     def reset_to(
-        self, positions: jax.Array, obstacles: jax.Array, params: EnvParams | None = None
+        self, positions: ArrayLike, obstacles: ArrayLike, params: EnvParams | None = None
     ) -> tuple[Observations, State]:
         """Start an episode from an explicit layout: positions int[A, 2] (predators first),
         obstacles int[K, 2], as [x, y].
@@ -416,9 +418,7 @@ class GridWorld:
         """
         params = self._params(params)
         positions, obstacles = self._layout_arrays(positions, obstacles)
-        concrete = not isinstance(positions, jax.core.Tracer) and not isinstance(
-            obstacles, jax.core.Tracer
-        )
+        concrete = not isinstance(positions, Tracer) and not isinstance(obstacles, Tracer)
         if concrete:
             host_p, host_o = np.asarray(positions), np.asarray(obstacles)
             faults = _layout_faults(np, host_p, host_o, self.layout.size, self.is_predator)
@@ -578,7 +578,7 @@ class GridWorld:
         if isinstance(value, jax.Array):
             return value
         if isinstance(value, list | tuple) and any(
-            isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value)
+            isinstance(leaf, Tracer) for leaf in jax.tree.leaves(value)
         ):
             raise TypeError(
                 f"step: {what} must be {expected}; got a {type(value).__name__} of traced "
@@ -634,7 +634,7 @@ class GridWorld:
             if value.shape != ():
                 raise ValueError(f"step: {what} must be {expected}; got shape {value.shape}")
             values.append(value)
-        if any(isinstance(v, jax.core.Tracer) for v in values):
+        if any(isinstance(v, Tracer) for v in values):
             return jnp.stack(values)
         return np.stack([np.asarray(v) for v in values])
 
@@ -660,7 +660,7 @@ class GridWorld:
         first (compared in its own width); a traced one becomes the no-op
         (:meth:`checked_step` reports it)."""
         actions = self._action_array(actions)
-        if not isinstance(actions, jax.core.Tracer):
+        if not isinstance(actions, Tracer):
             fault, rows = self._action_fault(actions)
             if fault is not None:
                 raise ValueError(f"step: {fault}")
@@ -672,7 +672,7 @@ class GridWorld:
         """Refuse (ValueError) to step a concrete state whose episode has ended; a traced
         one steps on (:meth:`checked_step` reports it)."""
         flags = (state.terminated, state.truncated, state.turn)
-        if any(isinstance(x, jax.core.Tracer) for x in flags):
+        if any(isinstance(x, Tracer) for x in flags):
             return
         terminated = bool(np.asarray(state.terminated))
         truncated = bool(np.asarray(state.truncated))
@@ -702,7 +702,7 @@ class GridWorld:
         """
         actions = self._action_array(actions)
         fault = None
-        if not isinstance(actions, jax.core.Tracer):
+        if not isinstance(actions, Tracer):
             fault, actions = self._action_fault(actions)
         checked = functools.partial(self._step_checked, fault=fault)
         return checkify.checkify(checked)(key, state, actions, params)
@@ -798,7 +798,7 @@ class GridWorld:
         )
         unit_terms = unit_terms + self.composer.turn_unit(start, state, terminated, params.reward)
         terms = self.composer.weigh(unit_terms, params.reward)
-        if check and not isinstance(terms, jax.core.Tracer):
+        if check and not isinstance(terms, Tracer):
             weights, turn = params.reward.weights, int(start.turn)
             fault = self.composer.nonfinite_fault(unit_terms, terms, weights, turn)
             if fault is not None:

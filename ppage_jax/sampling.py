@@ -42,8 +42,11 @@ def distinct_sample(key: jax.Array, population: int | jax.Array, k: int) -> jax.
     larger populations and on accelerators, the loop-free :func:`shuffle_prefix` (O(k log k),
     never touches the other n - k entries).
     """
-    values = None if isinstance(population, int) else jnp.asarray(population, jnp.int32)
-    n = population if values is None else values.shape[0]
+    if isinstance(population, int):
+        values, n = None, population
+    else:
+        values = jnp.asarray(population, jnp.int32)
+        n = values.shape[0]
     if not 0 <= k <= n:
         raise ValueError(f"cannot draw {k} distinct values from a population of {n}")
     if k == 0:

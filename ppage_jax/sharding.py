@@ -19,7 +19,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 BATCH_AXIS = "batch"
 
 
-def make_mesh(axis: str = BATCH_AXIS, devices: Sequence[jax.Device] | None = None) -> Mesh:
+def make_mesh(
+    axis: str = BATCH_AXIS,
+    # jax.Device is an assignment (the XLA class), which pyright takes for a variable
+    devices: Sequence[jax.Device] | None = None,  # pyright: ignore[reportInvalidTypeForm]
+) -> Mesh:
     """A 1-D mesh named ``axis`` over ``devices`` (default: all devices, every host)."""
     devices = jax.devices() if devices is None else list(devices)
     if not devices:
@@ -76,7 +80,7 @@ def process_rows(num: int, mesh: Mesh) -> slice:
     with one process). Devices are laid out in mesh order, so the rows are contiguous."""
     check_divisible(num, mesh)
     spans = batch_sharding(mesh).addressable_devices_indices_map((num,)).values()
-    bounds = [span[0].indices(num)[:2] for span in spans]
+    bounds = [span[0].indices(num)[:2] for span in spans if span is not None]
     starts, stops = [a for a, _ in bounds], [b for _, b in bounds]
     if sum(b - a for a, b in bounds) != max(stops) - min(starts):
         raise ValueError(

@@ -7,7 +7,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from ppage_jax.types import pytree_dataclass, static_field
+from ppage_jax.types import Replaceable, pytree_dataclass, static_field
 
 # Stamina at or above this value is unlimited (config `stamina: null`); it is never spent.
 UNLIMITED_STAMINA = 2**30
@@ -46,7 +46,7 @@ class Layout:
 
 
 @pytree_dataclass
-class State:
+class State(Replaceable):
     """One grid's state. Agents are rows, predators first; coordinates are [x, y]."""
 
     positions: jax.Array  # int32[A, 2]
@@ -61,7 +61,7 @@ class State:
 
 
 @pytree_dataclass
-class RewardParams:
+class RewardParams(Replaceable):
     """Traced reward numbers: one weight and one role mask per term, plus term params."""
 
     weights: jax.Array  # float32[T], in env.reward_terms order
@@ -90,7 +90,7 @@ class Structure:
 
 
 @pytree_dataclass
-class EnvParams:
+class EnvParams(Replaceable):
     """Every traced number of the environment. Changing any leaf never recompiles.
 
     ``structure`` is static metadata (never traced): the structure the params were built for.
@@ -107,7 +107,7 @@ class EnvParams:
 
 
 @pytree_dataclass
-class CaptureEvents:
+class CaptureEvents(Replaceable):
     """What capture did in one sub-step (all bool/int arrays over agents)."""
 
     captured_now: jax.Array  # bool[A]: prey captured in this sub-step

@@ -43,7 +43,7 @@ from ppage_jax.rewards.registry import (
     unregister_reward,
 )
 from ppage_jax.state import EnvParams, State
-from ppage_jax.types import pytree_dataclass
+from ppage_jax.types import Replaceable, pytree_dataclass
 
 __all__ = [
     "DEFAULT_ENV",
@@ -112,7 +112,7 @@ class ContractError(AssertionError):
 
 
 @pytree_dataclass
-class SubSteps:
+class SubSteps(Replaceable):
     """Sub-step inputs (batched: a leading axis on every leaf): the state before the
     sub-step's move and capture, the state after, and the sub-step's capture events."""
 
@@ -352,6 +352,7 @@ def _term_spec(
             )
         yield spec
         return
+    assert not isinstance(term, str)  # a name is registered (get_term raised otherwise)
     base = getattr(term, "__name__", "term")
     name = next(
         n for n in (base, *(f"{base}_{i}" for i in range(2, 1000))) if n not in reward_terms()

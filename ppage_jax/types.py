@@ -8,7 +8,7 @@ time they are all ``jax.Array``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Self, TypeAlias, TypeVar, dataclass_transform
 
 import jax
 
@@ -21,7 +21,9 @@ AgentMask: TypeAlias = jax.Array  # bool[A]
 Flag: TypeAlias = jax.Array  # bool scalar (terminated, truncated)
 GlobalState: TypeAlias = jax.Array  # float32[4A + H*W]
 Frame: TypeAlias = jax.Array  # uint8[H_px, W_px, 3]
-Info: TypeAlias = dict[str, jax.Array]  # step info: reward_terms float32[A, T], captured, ...
+# step info: reward_terms float32[A, T], captured, ...; the auto-reset wrappers add
+# final_obs and final_state (a State)
+Info: TypeAlias = dict[str, Any]
 # The same for a batch of E grids (BatchedAutoResetEnv).
 BatchActions: TypeAlias = jax.Array  # int32[E, A]
 BatchObservations: TypeAlias = jax.Array  # float32[E, A, F]
@@ -39,14 +41,26 @@ def static_field(**kwargs: Any) -> Any:
     return dataclasses.field(metadata={"static": True}, **kwargs)
 
 
+class Replaceable:
+    """The typed ``replace`` of a frozen dataclass: a base for the classes decorated with
+    :func:`pytree_dataclass` (or ``flax.struct.dataclass``), so that type checkers know it."""
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with the given fields replaced."""
+        # a dataclass once decorated (pyright cannot see that)
+        return dataclasses.replace(self, **changes)  # pyright: ignore[reportArgumentType]
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, static_field))
 def pytree_dataclass(cls: type[_T]) -> type[_T]:
     """A frozen dataclass registered as a JAX pytree, with a ``replace`` method.
 
     Fields are array leaves unless declared with :func:`static_field`. The same job as
-    ``flax.struct.dataclass``, without importing flax into the simulator core.
+    ``flax.struct.dataclass``, without importing flax into the simulator core. Derive the
+    class from :class:`Replaceable` for type checkers to see ``replace``.
     """
     cls = dataclasses.dataclass(frozen=True)(cls)
-    fields = dataclasses.fields(cls)
+    fields = dataclasses.fields(cls)  # pyright: ignore[reportArgumentType]
     meta = [f.name for f in fields if f.metadata.get("static", False)]
     data = [f.name for f in fields if not f.metadata.get("static", False)]
 

@@ -81,10 +81,11 @@ def _count(name: str, value: Any, low: int, high: int | None = None) -> int:
     TypeError for a non-integer (2.5, True), ValueError outside the range, naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low or (high is not None and value > high):
+    count = int(value)
+    if count < low or (high is not None and count > high):
         rule = f">= {low}" if high is None else f"in [{low}, num_envs={high}]"
         raise ValueError(f"{name} must be {rule}, got {value}")
-    return int(value)
+    return count
 
 
 class BatchedAutoResetEnv:

@@ -47,7 +47,8 @@ def prepare_jumanji_lbf(batch: int, steps: int) -> Timed | None:
     """Jumanji LevelBasedForaging-v0 (2 agents, 8x8), vmapped, stepped without resets;
     None when jumanji is not installed (``pip install -e ".[bench]"``)."""
     try:
-        import jumanji
+        # the optional bench extra
+        import jumanji  # pyright: ignore[reportMissingImports]
     except ImportError:
         return None
     env = jumanji.make("LevelBasedForaging-v0")
@@ -84,7 +85,8 @@ def prepare_jaxmarl_simple_tag(batch: int, steps: int) -> Timed | None:
         return None
     env = jaxmarl.make("MPE_simple_tag_v3")
     agents = list(env.agents)
-    n_actions = {a: int(env.action_space(a).n) for a in agents}
+    # jaxmarl types action_space as its base Space; the MPE's are Discrete, with n
+    n_actions = {a: int(env.action_space(a).n) for a in agents}  # pyright: ignore[reportAttributeAccessIssue]
     carry = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), batch))
     vstep = jax.vmap(env.step)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ppage_jax.analysis.audit import (
     AUDIT_SEED,
@@ -74,11 +75,10 @@ def main(args: argparse.Namespace) -> int:
     import_user_modules(args.imports)
     config = load_cli_config(args)
     try:
-        settings = AuditSettings(
-            episodes=args.episodes,
-            seed=args.seed,
-            **({"policies": parse_policy_pairs(args.policies)} if args.policies else {}),
+        policies: dict[str, Any] = (
+            {"policies": parse_policy_pairs(args.policies)} if args.policies else {}
         )
+        settings = AuditSettings(episodes=args.episodes, seed=args.seed, **policies)
     except ValueError as err:
         print(f"audit: {err}", file=sys.stderr)
         return 2

@@ -73,7 +73,7 @@ def convert(
 
 def main(args: argparse.Namespace) -> int:
     config, translation = convert(args.ppage_dir, args.out_dir, args.experiment, args.force)
-    directory = str(Path(config.path)) + "/"
+    directory = str(Path(config.path or args.out_dir)) + "/"
     print(
         f"converted {args.ppage_dir}"
         + (f" with {translation.experiment}" if translation.experiment else "")

@@ -44,7 +44,6 @@ from ppage_jax.cli.args import (
     load_cli_config,
 )
 from ppage_jax.cli.evaluate import run_evaluation
-from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.compilation.times import CompileTimes
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.defaults import VERSION
@@ -57,6 +56,7 @@ from ppage_jax.train.run import report
 from ppage_jax.train.run.checkpoint import CheckpointError, TrainingCheckpoints, save_checkpoint
 from ppage_jax.train.run.curriculum import config_curriculum
 from ppage_jax.train.run.divergence import DivergenceError
+from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.train.run.monitor import monitor_table
 from ppage_jax.train.run.policy import trained_policy
 from ppage_jax.train.run.runner import run_training

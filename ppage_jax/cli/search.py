@@ -25,8 +25,8 @@ from ppage_jax.cli.args import (
     import_flags,
     import_user_modules,
 )
-from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.tracking.loggers import add_logger_argument
+from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from ppage_jax import distributed
 from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
@@ -32,9 +33,9 @@ from ppage_jax.cli.args import (
     import_user_modules,
     positive_int,
 )
-from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 from ppage_jax.config import parse_override
 from ppage_jax.tracking.loggers import add_logger_argument
+from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 MULTI_PROCESS = True
 
@@ -244,7 +245,7 @@ def main(args: argparse.Namespace) -> int:
         lock,
         StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop,
     ):
-        options = dict(
+        options: dict[str, Any] = dict(
             progress=not args.no_progress,
             loggers=args.logger,
             resume=args.resume is not None,

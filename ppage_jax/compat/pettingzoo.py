@@ -39,7 +39,7 @@ from __future__ import annotations
 import importlib.util
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import gymnasium
 import jax
@@ -176,10 +176,10 @@ class PettingZooEnv(ParallelEnv):
 
     # --------------------------------------------------------------------- spaces
     def observation_space(self, agent: str) -> gymnasium.spaces.Box:
-        return self.observation_spaces[self._check_name(agent)]
+        return cast(gymnasium.spaces.Box, self.observation_spaces[self._check_name(agent)])
 
     def action_space(self, agent: str) -> gymnasium.spaces.Discrete:
-        return self.action_spaces[self._check_name(agent)]
+        return cast(gymnasium.spaces.Discrete, self.action_spaces[self._check_name(agent)])
 
     def _check_name(self, agent: Any) -> str:
         if agent not in self._index:
@@ -205,7 +205,7 @@ class PettingZooEnv(ParallelEnv):
 
     def step(self, actions: Mapping[str, Any]):
         """Step every live agent; returns (obs, rewards, terminations, truncations, infos)."""
-        if self._state is None:
+        if self._state is None or self._key is None:
             raise RuntimeError("call reset() before step()")
         if not self.agents:
             raise RuntimeError("the episode is over (no agents left); call reset()")

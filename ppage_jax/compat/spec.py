@@ -80,22 +80,22 @@ def resolve(
     EnvSpec is changed through its fields: ``GridWorld(env.spec, size=8)``). ``max_steps``
     sets ``env.termination.max_steps`` (the spec's ``max_steps``).
     """
-    overrides = plain(dict(overrides or {}))
+    edits: dict[str, Any] = plain(dict(overrides or {}))
     if isinstance(config, GridWorld | EnvSpec):
-        if overrides:
+        if edits:
             raise ValueError(
-                f"config overrides {sorted(overrides)} need a config (a name, path or "
+                f"config overrides {sorted(edits)} need a config (a name, path or "
                 f"Config); a {type(config).__name__} is changed through its spec fields, "
                 "e.g. GridWorld(env.spec, size=8)"
             )
         spec = config.spec if isinstance(config, GridWorld) else config
         return None, spec if max_steps is None else spec.replace(max_steps=max_steps)
     if max_steps is not None:
-        overrides["env.termination.max_steps"] = max_steps
+        edits["env.termination.max_steps"] = max_steps
     if isinstance(config, Config):
-        config = config.with_overrides(overrides) if overrides else config
+        config = config.with_overrides(edits) if edits else config
     else:
-        config = load_config(config, overrides)
+        config = load_config(config, edits)
     return config, env_spec(config)
 
 

@@ -7,6 +7,7 @@ Needs pygame (the ``compat`` extra). Headless machines can use SDL's dummy video
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -16,8 +17,8 @@ class Window:
 
     def __init__(self, title: str, size_px: int, fps: float):
         self.title, self.size_px, self.fps = title, int(size_px), float(fps)
-        self._screen = None
-        self._clock = None
+        self._screen: Any = None  # pygame's display surface, once opened
+        self._clock: Any = None  # its pygame.time.Clock
 
     def show(self, frame: np.ndarray) -> None:
         """Draw one uint8[H, W, 3] frame, handle window events, and keep ``fps``."""

@@ -41,9 +41,9 @@ class CompileTimes:
         return out
 
 
-def _record(event: str, duration: float, **details) -> None:
+def _record(event: str, duration_secs: float, **details: str | int) -> None:
     if event != BACKEND_COMPILE_EVENT:
         return
     name = str(details.get("fun_name", "?"))
     for recorder in _recorders:
-        recorder.seconds[name] = recorder.seconds.get(name, 0.0) + float(duration)
+        recorder.seconds[name] = recorder.seconds.get(name, 0.0) + float(duration_secs)

@@ -69,6 +69,13 @@ class Target:
     def integer(self) -> bool:
         return self.leaf in INTEGER_LEAVES
 
+    @property
+    def param_name(self) -> str:
+        """The term param or hyperparameter the value goes to (``term_param``, ``hyperparam``)."""
+        if self.param is None:
+            raise ValueError(f"{self.key} targets no param")
+        return self.param
+
 
 def flatten(spec: Any, leaves: Collection[str] = (), prefix: str = "") -> dict[str, Any]:
     """Dotted keys -> schedule mappings. Nested mappings are read down to a known leaf (or a

@@ -108,13 +108,13 @@ def _reward_terms(rewards: Mapping[str, Any]) -> tuple[RewardTerm, ...]:
     terms = []
     base = rewards["base"]
     if base["enabled"]:
-        terms.append(RewardTerm("base", base["weight"], base["params"] or {}))
+        terms.append(RewardTerm("base", base["weight"], _frozen(base["params"] or {})))
     for item in rewards["shaping"] or []:
         terms.append(
             RewardTerm(
                 item["name"],
                 item.get("weight", 1.0),
-                item.get("params") or {},
+                _frozen(item.get("params") or {}),
                 item.get("applies_to"),
             )
         )
@@ -416,7 +416,7 @@ def _normalised(spec: EnvSpec) -> dict[str, Any]:
 class ConfigSections(Protocol):
     """What the translation reads of a validated Config: its sections by name."""
 
-    def __getitem__(self, section: str) -> Any: ...
+    def __getitem__(self, section: str, /) -> Any: ...
 
 
 def env_spec(config: ConfigSections) -> EnvSpec:
@@ -443,7 +443,7 @@ def env_spec(config: ConfigSections) -> EnvSpec:
         prey_prefix=agents["naming"]["prey_prefix"],
         action_type=config["actions"]["type"],
         observation_type=obs["type"],
-        observation_params=obs["params"] or {},
+        observation_params=_frozen(obs["params"] or {}),
         observation_per_agent=obs["per_agent"],
         rewards=_reward_terms(config["rewards"]),
         gamma=config["rewards"]["gamma"],

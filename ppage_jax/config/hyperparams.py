@@ -406,9 +406,10 @@ def from_params(cls: type[Hyperparams], params: dict) -> Hyperparams:
     """The frozen declaration from validated ``params`` (lists become tuples; keys the
     declaration lacks, such as PPAGE's ``action_dim``, are dropped)."""
     names = {f.name for f in dataclasses.fields(cls)}
-    return cls(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in names}
-    )
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in names
+    }
+    return cls(**values)
 
 
 def traced_names(cls: type[Hyperparams]) -> tuple[str, ...]:

@@ -109,7 +109,7 @@ class A2CHyperparams(NetworkHyperparams):
 
     def traced_value(self, name: str) -> float:
         resolved = {"actor_learning_rate": self.actor_lr, "critic_learning_rate": self.critic_lr}
-        return resolved.get(name, getattr(self, name))
+        return resolved[name] if name in resolved else getattr(self, name)
 
     def check(self, data: dict, fail: Fail) -> None:
         _multiple_of_n_steps(self, fail)

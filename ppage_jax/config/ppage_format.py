@@ -26,7 +26,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ppage_jax.config.algorithms import ALGORITHM_PARAMS
 from ppage_jax.config.fields import ConfigError, short_repr
@@ -268,7 +268,7 @@ class _Report:
         """``what``: "-> where it goes" or "(what is done with it)"."""
         self.out.mapped.append(f"{self.source}: {key} = {short_repr(value)} {what}")
 
-    def fail(self, key: str, value: Any, allowed: str) -> None:
+    def fail(self, key: str, value: Any, allowed: str) -> NoReturn:
         raise ConfigError(self.source, key, value, allowed)
 
 
@@ -425,7 +425,7 @@ def _experiment(body: dict, report: _Report) -> None:
             )
         else:
             _move(body, params, "seed", report)
-    if report.out.ppage:
+    if report.out.ppage and isinstance(name, str):
         for key, value in PPAGE_DEFAULTS.get(name, {}).items():
             if key not in params:
                 params[key] = _ppage_default(name, key, value, params)

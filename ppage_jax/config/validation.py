@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config.fields import ConfigError, float32_problem, notice, short_repr
@@ -89,7 +89,7 @@ def validate(data: dict, sources: Mapping[str, str]) -> None:
     """Check the merged ``data`` (coercing leaves in place, filling derived values); the
     first problem raises a :class:`ConfigError` naming the source of its key."""
 
-    def fail(key: str, value: Any, allowed: str) -> None:
+    def fail(key: str, value: Any, allowed: str) -> NoReturn:
         raise ConfigError(source_of(sources, key), key, value, allowed)
 
     def walk(node: dict, schema: dict, prefix: str) -> None:

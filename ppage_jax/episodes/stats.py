@@ -32,13 +32,13 @@ import jax.numpy as jnp
 
 from ppage_jax.env import GridWorld
 from ppage_jax.state import State
-from ppage_jax.types import pytree_dataclass
+from ppage_jax.types import Replaceable, pytree_dataclass
 
 RETURN_FIELDS = ("returns", "discounted_returns", "unit_returns", "unit_discounted_returns")
 
 
 @pytree_dataclass
-class EpisodeStats:
+class EpisodeStats(Replaceable):
     """Running totals of the current episode of one grid (or a batch: leading axes).
 
     Per-term arrays are float32[..., A, T] in ``env.reward_terms`` order, agents in

@@ -158,10 +158,11 @@ def survival_term(ctx: SubstepContext, params: Mapping[str, Any]) -> np.ndarray:
     return raw
 
 
-def _nearest(positions: np.ndarray, i: int, targets: Sequence[int]) -> int | None:
-    """Manhattan distance from agent ``i`` to the nearest agent in ``targets`` (None if empty)."""
+def _nearest(positions: np.ndarray, i: int, targets: Sequence[int]) -> int:
+    """Manhattan distance from agent ``i`` to the nearest agent in ``targets`` (not empty:
+    every caller checks)."""
     if not targets:
-        return None
+        raise ValueError("no target agents")
     return min(int(np.abs(positions[i] - positions[j]).sum()) for j in targets)
 
 
@@ -617,7 +618,7 @@ class ReferenceGridWorld:
         return new, self._rewards(new, newly, credited), int(newly.sum())
 
     def step(
-        self, state: RefState, actions: Sequence[int]
+        self, state: RefState, actions: Sequence[int] | np.ndarray
     ) -> tuple[RefState, np.ndarray, np.ndarray, bool, bool, dict]:
         """One turn: ``max_speed`` sub-steps, then stamina, turn counter and flags.
 

@@ -105,6 +105,7 @@ def term_value(
     if spec.potential:
         ctx = PotentialContext(is_predator=is_predator, params=params, grid_size=grid_size)
         return _call_potential(spec.fn, state, ctx)
+    assert events is not None, "a term (not a potential) reads its sub-step's events"
     return spec.fn(
         RewardContext(
             prev=prev,

@@ -17,11 +17,15 @@ metric family) and a *run* is one seed. All functions are host-side NumPy.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
-Statistic = Callable[[np.ndarray], np.ndarray]
+
+class Statistic(Protocol):
+    """A statistic of ``scores`` along ``axis`` (:func:`iqm`, :func:`mean`)."""
+
+    def __call__(self, scores: Any, axis: int = -1) -> np.ndarray | float: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +118,7 @@ def bootstrap_ci(
     """
     stat = STATISTICS[statistic] if isinstance(statistic, str) else statistic
     arr = _as_runs_tasks(scores)
-    point = stat(arr.reshape(-1), axis=-1)
+    point = float(stat(arr.reshape(-1), axis=-1))  # one pooled value
     samples = bootstrap_distribution(arr, stat, reps, seed)
     return _percentile_interval(point, samples, confidence)
 

@@ -114,7 +114,8 @@ def bca_ci(values, confidence: float = 0.95, reps: int = BOOTSTRAP_REPS, seed: i
         confidence_level=confidence,
         n_resamples=reps,
         method="BCa",
-        random_state=np.random.default_rng(seed),
+        # scipy's older name (rng needs scipy>=1.15); its stubs no longer list it
+        random_state=np.random.default_rng(seed),  # pyright: ignore[reportCallIssue]
     )
     low, high = result.confidence_interval
     return Interval(point, float(low), float(high))

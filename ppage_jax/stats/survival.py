@@ -22,6 +22,8 @@ Every function accepts ``times`` (non-negative) and ``events`` (bool: captured) 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ppage_jax.stats.bootstrap import Interval
@@ -142,7 +144,10 @@ def survival_summary(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     grid, index, e = _on_grid(times, events)
     surv = _curves(grid, index, e)
-    out = {"km_median": float(_median(grid, surv)), "rmst": float(_rmst(grid, surv, horizon))}
+    out: dict[str, Any] = {
+        "km_median": float(_median(grid, surv)),
+        "rmst": float(_rmst(grid, surv, horizon)),
+    }
     if reps > 0:
         n = index.size
         strata = np.zeros(n, np.int64) if strata is None else np.asarray(strata).reshape(-1)
@@ -185,7 +190,7 @@ def rmst_ratio(
         )
         return top_mean / bottom_mean
 
-    out = {"ratio": float(ratio(np.arange(n)))}
+    out: dict[str, Any] = {"ratio": float(ratio(np.arange(n)))}
     if reps > 0:
         picks = np.random.default_rng(seed).integers(0, n, (reps, n))
         ci = _interval(out["ratio"], ratio(picks), confidence, exact=False)

@@ -44,7 +44,9 @@ class TensorBoardLogger(BackendLogger):
 
     def log_gif(self, tag: str, path: Path, step: int) -> None:
         import imageio.v3 as iio
-        from tensorboardX.proto.summary_pb2 import Summary
+
+        # a generated protobuf module: pyright cannot see its classes
+        from tensorboardX.proto.summary_pb2 import Summary  # pyright: ignore[reportAttributeAccessIssue]
 
         height, width = iio.improps(path, index=0).shape[:2]
         image = Summary.Image(

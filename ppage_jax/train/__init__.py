@@ -63,8 +63,18 @@ if TYPE_CHECKING:
     import jax
 
     from ppage_jax.config import Config
+    from ppage_jax.config.hyperparams import Hyperparams
     from ppage_jax.state import EnvParams
     from ppage_jax.train.config import TrainConfig
+    from ppage_jax.train.protocol import Algorithm
+    from ppage_jax.train.registry import (
+        ALGORITHMS,
+        algorithm,
+        register_algorithm,
+        unregister_algorithm,
+    )
+    from ppage_jax.train.run.experiment import make_train_config
+    from ppage_jax.types import ROLES
 
 # Public names: name -> module that defines it (imported on first access).
 _LAZY: dict[str, str] = {
@@ -125,7 +135,19 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = ["train", *_LAZY]
+__all__ = [
+    "train",
+    # the lazy names (_LAZY), spelled out for type checkers
+    "ALGORITHMS",
+    "Algorithm",
+    "Hyperparams",
+    "ROLES",
+    "TrainConfig",
+    "algorithm",
+    "make_train_config",
+    "register_algorithm",
+    "unregister_algorithm",
+]
 
 
 class _CallablePackage(types.ModuleType):

@@ -2,31 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from ppage_jax.config.hyperparams import Hyperparams
 from ppage_jax.config.roles import LEARN
 from ppage_jax.env import GridWorld
-from ppage_jax.types import ROLES, pytree_dataclass, static_field
+from ppage_jax.types import ROLES, Replaceable, pytree_dataclass, static_field
+
+H = TypeVar("H", bound=Hyperparams)
 
 
 @pytree_dataclass
-class TrainConfig:
+class TrainConfig(Replaceable, Generic[H]):
     """Everything static about a training run. It has no array leaves, so ``jit`` and
     ``vmap`` treat it as a constant (``in_axes=None``) and a new one recompiles.
 
     Build it with :func:`ppage_jax.train.make_train_config` from a validated Config.
+    ``TrainConfig[A2CHyperparams]`` says which declaration ``hp`` is.
     """
 
     env: GridWorld = static_field()
     algorithm: str = static_field()
-    hp: Hyperparams = static_field()  # the algorithm's declaration, filled in
+    hp: H = static_field()  # the algorithm's declaration, filled in
     num_envs: int = static_field()
     num_updates: int = static_field()
     episodes: int | None = static_field()  # stop after this many episodes
-    roles: tuple[str, str] = static_field()  # per ROLES: "learn" or a baseline
+    # per ROLES: "learn", a baseline name or a FrozenPolicy (experiment.roles.<role>.policy)
+    roles: tuple[Any, Any] = static_field()
     config_hash: str = static_field()  # Config.hash(): every section
     policy_hash: str = static_field()  # what the trained policy depends on
     # experiment.start_from: the trained policy the learners start from (a StartPolicy)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 if TYPE_CHECKING:
     import jax
@@ -30,9 +30,11 @@ class Algorithm(Protocol):
 
     def init(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> Any:
         """The runner state before the first update."""
+        ...
 
     def update(self, runner: Any, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
         """One update: the new runner state and a metrics row."""
+        ...
 
     def train(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
         """``init`` then ``tc.num_updates`` updates: (runner state, stacked metrics). The
@@ -40,14 +42,17 @@ class Algorithm(Protocol):
         run through :func:`ppage_jax.train.run.progress.train_loop`, which binds them into
         ``tc.hp``, so ``init``/``update`` must read traced floats from ``tc.hp`` with array
         operations (and optimiser settings through :mod:`ppage_jax.train.kit.optim`)."""
+        ...
 
     def policy_state(self, runner: Any) -> Any:
         """What the greedy policy needs (and what checkpoints hold)."""
+        ...
 
     def greedy_actions(
         self, tc: TrainConfig, policy: Any, key: jax.Array, obs: jax.Array
     ) -> jax.Array:
         """Greedy actions int32[E, A] of the learning roles (0 for the others)."""
+        ...
 
 
 @runtime_checkable
@@ -58,6 +63,7 @@ class StochasticAlgorithm(Algorithm, Protocol):
         self, tc: TrainConfig, policy: Any, key: jax.Array, obs: jax.Array
     ) -> jax.Array:
         """Actions int32[E, A] sampled from the learned policy (0 for the other roles)."""
+        ...
 
 
 def members(protocol: type) -> list[str]:
@@ -78,10 +84,10 @@ def missing_members(module: ModuleType) -> list[str]:
     return [name for name in wanted if not hasattr(module, name)]
 
 
-def acting(module: ModuleType, greedy: bool) -> Callable[..., jax.Array]:
+def acting(module: ModuleType | Algorithm, greedy: bool) -> Callable[..., jax.Array]:
     """``(tc, policy, key, obs[E, A, F], state[E]) -> int32[E, A]``: the module's greedy (or
     sampled) actions, given the states only when it declares ``READS_STATE = True``."""
-    act = module.greedy_actions if greedy else module.sample_actions
+    act = module.greedy_actions if greedy else cast(StochasticAlgorithm, module).sample_actions
     if getattr(module, "READS_STATE", False):
         return act
 
@@ -91,7 +97,7 @@ def acting(module: ModuleType, greedy: bool) -> Callable[..., jax.Array]:
     return without_state
 
 
-def acting_one(module: ModuleType, greedy: bool) -> Callable[..., jax.Array]:
+def acting_one(module: ModuleType | Algorithm, greedy: bool) -> Callable[..., jax.Array]:
     """``(tc, policy, key, obs[A, F], state) -> int32[A]``: :func:`acting` for one grid."""
     import jax
     import jax.numpy as jnp

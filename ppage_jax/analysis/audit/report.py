@@ -40,7 +40,7 @@ def format_report(report: dict) -> str:
                     columns.append((name, name))
             elif rates[name][role] > 0 or not any(rates[name].values()):
                 # a component that paid this role, or one that never fired for anybody
-                columns.append((name, "." + COMPONENT_LABELS.get(name, name.split(".")[1])))
+                columns.append((name, "." + (COMPONENT_LABELS.get(name) or name.split(".")[1])))
         heads = [h for _, h in columns] + ["total", "shaping"]
         widths = [max(9, len(h) + 2) for h in heads]
         lines.append("")

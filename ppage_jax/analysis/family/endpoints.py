@@ -69,7 +69,7 @@ def score_scale(levels: Mapping[str, Mapping[str, float]], where: str = "") -> t
     )
 
 
-def normalised(rmst, scale: tuple[float, float]) -> np.ndarray | float:
+def normalised(rmst, scale: tuple[float, float]) -> np.ndarray:
     """RMST -> the normalised score between ``scale = (floor, expert)``."""
     floor, expert = scale
     return (floor - np.asarray(rmst, np.float64)) / (floor - expert)

@@ -116,7 +116,8 @@ def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
         return math.nan
     from scipy.stats import spearmanr
 
-    return float(spearmanr(x, y).statistic)
+    result: Any = spearmanr(x, y)  # scipy's result type hides its statistic
+    return float(result.statistic)
 
 
 def reevaluation_stats(out_dir: Path, references: list[str]) -> dict[str, Any] | None:

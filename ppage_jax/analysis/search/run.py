@@ -221,7 +221,7 @@ def search_rewards(
             "metric": spec.metric,
             "candidates": record_cands,
             "fitness": [float(f) for f in fitness],
-            "strategy_mean": None if strategy.mean() is None else list(strategy.mean()),
+            "strategy_mean": None if (mean := strategy.mean()) is None else list(mean),
         }
         strategy.tell(fitness)
         writer.add_generation(g, record, results, audit)

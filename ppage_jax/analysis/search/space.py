@@ -43,6 +43,13 @@ class Dimension:
     high: float
     scale: str = "linear"
 
+    @property
+    def param_name(self) -> str:
+        """The term param a ``params`` dimension sets."""
+        if self.param is None:
+            raise ValueError(f"{self.key} sets no term param")
+        return self.param
+
     def value(self, u: float) -> float:
         """The value at unit coordinate ``u`` (clipped to [0, 1])."""
         u = min(max(float(u), 0.0), 1.0)
@@ -66,7 +73,7 @@ class Dimension:
         if self.kind == "hyperparams":
             return float(arm.hyperparams[self.name])
         entry = next(e for e in arm.entries if e.name == self.name)
-        return float(entry.weight if self.kind == "weights" else entry.params[self.param])
+        return float(entry.weight if self.kind == "weights" else entry.params[self.param_name])
 
 
 def outside_box(dims: Sequence[Dimension], unit: np.ndarray) -> list[str]:
@@ -96,7 +103,7 @@ def candidate_arm(
             entries[dim.name] = dataclasses.replace(entries[dim.name], weight=value)
         else:
             params = dict(entries[dim.name].params)
-            params[dim.param] = value
+            params[dim.param_name] = value
             entries[dim.name] = dataclasses.replace(entries[dim.name], params=params)
     return Arm(name, tuple(entries.values()), design.gamma, f"{design.source} + search", hyper)
 

@@ -269,7 +269,7 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     if weights:
         design_raw["weights"] = weights
     design = read_arm(read, "design", design_raw, config, sets, base, "search.design")
-    design = dataclasses.replace(design, source=f"{display_path(Path(config.path))}")
+    design = dataclasses.replace(design, source=display_path(config.path))
 
     refs_raw = body.get("references")
     if refs_raw is None:
@@ -436,7 +436,7 @@ def _read_dimension(read: SpecReader, key: str, raw: Any, design: Arm, config: C
     if kind == "params":
         if name not in entries:
             read.fail(where, raw, f"{name!r} is not a term of the design: {list(entries)}")
-        if isinstance(declared_param(read, where, raw, name, param), Choice):
+        if isinstance(declared_param(read, where, raw, name, parts[2]), Choice):
             read.fail(where, raw, f"{name}.{param} is a choice, not a number: not searchable")
     if kind == "hyperparams":
         from ppage_jax.config.hyperparams import traced_names

@@ -63,12 +63,12 @@ STRATEGIES: dict[str, StrategyInfo] = {
 def rank_fitness(losses: Sequence[float], feasible: Sequence[bool]) -> np.ndarray:
     """float32[P] ranks (0 = best): every feasible candidate by loss (lower is better), then
     every infeasible one by loss; ties by position. NaN losses rank after every number."""
-    losses = np.asarray(losses, np.float64)
-    feasible = np.asarray(feasible, bool)
-    safe = np.where(np.isnan(losses), np.inf, losses)
-    order = sorted(range(len(losses)), key=lambda i: (not feasible[i], safe[i], i))
-    ranks = np.empty(len(losses), np.float32)
-    ranks[order] = np.arange(len(losses), dtype=np.float32)
+    loss = np.asarray(losses, np.float64)
+    ok = np.asarray(feasible, bool)
+    safe = np.where(np.isnan(loss), np.inf, loss)
+    order = sorted(range(len(loss)), key=lambda i: (not ok[i], safe[i], i))
+    ranks = np.empty(len(loss), np.float32)
+    ranks[order] = np.arange(len(loss), dtype=np.float32)
     return ranks
 
 
@@ -124,7 +124,7 @@ class Strategy:
         self._asked = population
         return np.asarray(population, np.float64)
 
-    def tell(self, fitness: Sequence[float]) -> None:
+    def tell(self, fitness: Sequence[float] | np.ndarray) -> None:
         """Give the asked population's fitness (lower is better; ranks from
         :func:`rank_fitness`) and move to the next generation."""
         if self._asked is None:

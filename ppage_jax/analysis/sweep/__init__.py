@@ -7,7 +7,11 @@ load the sweep runner with them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppage_jax.analysis.sweep.run import run_sweep
+    from ppage_jax.analysis.sweep.spec import SweepSpec, load_sweep
 
 __all__ = ["SweepSpec", "load_sweep", "run_sweep"]
 

@@ -77,7 +77,7 @@ def make_program(train_fn: TrainFn, eval_fn: EvalFn) -> Callable:
     return jax.vmap(one_run)
 
 
-def take(tree: Any, index: np.ndarray) -> Any:
+def take(tree: Any, index: int | np.ndarray) -> Any:
     return jax.tree.map(lambda x: x[index], tree)
 
 

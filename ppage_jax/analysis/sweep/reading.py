@@ -13,7 +13,7 @@ import copy
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, NoReturn, overload
 
 from ppage_jax.config import PACKAGED_CONFIGS, Config, ConfigError, load_yaml
 
@@ -24,8 +24,12 @@ EVAL_POLICIES = ("greedy", "sampled")
 REPO_ROOT = PACKAGED_CONFIGS.parent
 
 
-def display_path(path: Path) -> str:
-    """A path relative to the current directory when it lies below it."""
+def display_path(path: str | Path | None) -> str:
+    """A path relative to the current directory when it lies below it (``<in memory>`` for a
+    config built without a directory)."""
+    if path is None:
+        return "<in memory>"
+    path = Path(path)
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
@@ -42,7 +46,7 @@ class SpecReader:
     def __init__(self, path: str):
         self.path = path
 
-    def fail(self, key: str, value: Any, allowed: str) -> None:
+    def fail(self, key: str, value: Any, allowed: str) -> NoReturn:
         raise ConfigError(self.path, key, value, allowed)
 
     def section(
@@ -86,6 +90,10 @@ class SpecReader:
                     )
         return value
 
+    @overload
+    def integer(self, key: str, value: Any, low: int, nullable: Literal[False] = False) -> int: ...
+    @overload
+    def integer(self, key: str, value: Any, low: int, nullable: bool) -> int | None: ...
     def integer(self, key: str, value: Any, low: int, nullable: bool = False) -> int | None:
         if value is None and nullable:
             return None

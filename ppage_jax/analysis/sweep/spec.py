@@ -203,7 +203,7 @@ class SweepSpec:
         return {
             "sweep": self.path,
             "version": VERSION,
-            "config": display_path(Path(self.config.path)),
+            "config": display_path(self.config.path),
             "config_hash": self.config.hash(),
             "terms": list(self.terms),
             "arms": arms,
@@ -351,10 +351,10 @@ def _read_body(
                 read.fail("sweep.arms", name, f"an arm name must be a string {NAME_RULE}")
     else:
         arms_raw = {name: {"config": f"{ABLATION_DIR}/{name}"} for name in ABLATION_ARMS}
-    baseline = body.get(
+    baseline: Any = body.get(
         "baseline", "base_only" if "base_only" in arms_raw else next(iter(arms_raw))
     )
-    baselines = baseline if isinstance(baseline, list) and baseline else [baseline]
+    baselines: list[Any] = baseline if isinstance(baseline, list) and baseline else [baseline]
     for name in baselines:
         if not isinstance(name, str) or name not in arms_raw:
             read.fail(
@@ -370,7 +370,7 @@ def _read_body(
                 "--arms", "arms", unknown[0], f"not an arm of {source}; its arms: {list(arms_raw)}"
             )
         arms_raw = {k: v for k, v in arms_raw.items() if k in arms or k in baselines}
-    arms = tuple(
+    read_arms = tuple(
         read_arm(read, str(name), spec, config, sets, base) for name, spec in arms_raw.items()
     )
 
@@ -389,11 +389,11 @@ def _read_body(
         )
     check_disjoint(read, blocks)
     chunk = read.integer("sweep.chunk_size", body.get("chunk_size"), 1, True)
-    shared = shared_config(config, arms, sets)
+    shared = shared_config(config, read_arms, sets)
     return SweepSpec(
         path=source,
         config=shared,
-        arms=arms,
+        arms=read_arms,
         baseline=str(baselines[0]),
         seeds=seeds,
         train_seed=train_seed,
@@ -536,7 +536,7 @@ def read_arm(
         name,
         tuple(entries.values()),
         float(base_config["rewards"]["gamma"]),
-        f"{display_path(Path(base_config.path))} + edits",
+        f"{display_path(base_config.path)} + edits",
         hyperparams,
     )
 

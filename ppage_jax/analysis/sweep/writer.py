@@ -151,7 +151,9 @@ def curves_path(directory: str | Path) -> Path:
 def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]:
     """curves.csv (or a gzipped ``curves.csv.gz``) -> {metric: {arm: {seed: {env_steps:
     value}}}}."""
-    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    table: dict[str, dict[str, dict[int, dict[int, float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(dict))
+    )
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt", newline="") as fh:
         for row in csv.DictReader(fh):

@@ -46,6 +46,7 @@ from ppage_jax.train.kit.pg import Learner, ReturnNormaliser
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 Hyperparams = A3CHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
@@ -65,7 +66,7 @@ def settings(hp: A3CHyperparams) -> pg.NStepSettings:
 
 # --------------------------------------------------------------------------- state
 @struct.dataclass
-class History:
+class History(Replaceable):
     """The last ``staleness + 1`` versions of one role's parameters and normaliser, stacked
     on a leading axis; ``oldest`` is the slot of the oldest (the next to be overwritten)."""
 
@@ -75,7 +76,7 @@ class History:
 
 
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     learners: dict  # role -> pg.Learner: the shared network, Adam state and normaliser
     history: dict  # role -> History
     env: EnvCarry

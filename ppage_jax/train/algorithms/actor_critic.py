@@ -40,6 +40,7 @@ from ppage_jax.train.kit.pg import Learner
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 Hyperparams = ActorCriticHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
@@ -50,7 +51,7 @@ def network(tc: TrainConfig) -> pg.SharedTrunkNetwork:
 
 
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     learners: dict  # role -> pg.Learner
     discount: dict  # role -> float32[E, n]: I = gamma ** (steps into the episode)
     env: EnvCarry
@@ -71,7 +72,7 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
 
 # --------------------------------------------------------------------------- learning
 @struct.dataclass
-class Transition:
+class Transition(Replaceable):
     """One turn of one role on every grid: [E, n, ...]."""
 
     x: jax.Array

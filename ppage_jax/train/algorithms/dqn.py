@@ -17,6 +17,7 @@ and never reach the loss.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import flax.linen as nn
 import jax
@@ -32,6 +33,7 @@ from ppage_jax.train.kit import exploration, networks, optim, roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 Hyperparams = DQNHyperparams
 STOCHASTIC = False
@@ -62,7 +64,7 @@ def network(tc: TrainConfig) -> QNetwork:
 
 # --------------------------------------------------------------------------- state
 @struct.dataclass
-class Replay:
+class Replay(Replaceable):
     """Ring buffer of grid-transitions of one role: [capacity, n_role, ...]."""
 
     x: jax.Array
@@ -76,15 +78,15 @@ class Replay:
 
 
 @struct.dataclass
-class Learner:
+class Learner(Replaceable):
     train: TrainState
-    target: dict  # target network params
+    target: Any  # target network params (a flax params tree)
     replay: Replay
     gradient_steps: jax.Array  # int32
 
 
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     learners: dict  # role -> Learner
     env: EnvCarry
     key: jax.Array
@@ -265,6 +267,6 @@ def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array
     net = network(tc)
     actions = jnp.zeros(obs.shape[:2], jnp.int32)
     for role in tc.learning_roles:
-        q = net.apply(policy[role], networks.role_input(tc, role, obs))
+        q = cast(jax.Array, net.apply(policy[role], networks.role_input(tc, role, obs)))
         actions = actions.at[:, tc.agents_of(role)].set(jnp.argmax(q, -1).astype(jnp.int32))
     return actions

@@ -59,6 +59,7 @@ from ppage_jax.train.kit.return_scale import normalise, return_scale_init
 from ppage_jax.train.kit.rollout import EnvCarry, env_reset, env_step, masked_mean
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 # critic_input(tc, role, state[E]) -> float[E, n_role, G]: a centralised critic's input.
 CriticInput = Callable[[TrainConfig, str, State], jax.Array]
@@ -103,6 +104,7 @@ class ActorCritic(nn.Module):
 
         if self.spec is not None and self.spec.network != "mlp":
             x = Encoder(self.spec, self.encoder_width, self.activation, name="encoder")(x)
+        assert not isinstance(x, SetInput), "only the set encoder reads a SetInput"
         actor_x = x
         if self.prior_input:  # a value-only call (no prior given) feeds zeros
             shown = jnp.zeros(x.shape[:-1] + (self.num_actions,), x.dtype)
@@ -134,7 +136,7 @@ def network(tc: TrainConfig) -> ActorCritic:
 
 # --------------------------------------------------------------------------- state
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     learners: dict  # role -> flax TrainState (learning roles only)
     env: EnvCarry
     key: jax.Array
@@ -208,13 +210,16 @@ def learning_rate(hp: IPPOHyperparams, step: jax.Array, anneal: int = 0) -> jax.
     over ``anneal`` steps when ``anneal > 0``."""
     if not anneal:
         return jnp.asarray(hp.learning_rate, jnp.float32)
-    return optax.linear_schedule(hp.learning_rate, 0.0, anneal)(step)
+    return jnp.asarray(optax.linear_schedule(hp.learning_rate, 0.0, anneal)(step))
 
 
 def _critic_x(
-    critic_input: CriticInput | None, tc: TrainConfig, role: str, state: State
+    critic_input: CriticInput | None, tc: TrainConfig, role: str, state: State | None
 ) -> jax.Array | None:
-    return None if critic_input is None else critic_input(tc, role, state)
+    if critic_input is None:
+        return None
+    assert state is not None, "a critic input reads the grids' states"
+    return critic_input(tc, role, state)
 
 
 def init(
@@ -247,7 +252,7 @@ def init(
 
 # --------------------------------------------------------------------------- rollout
 @struct.dataclass
-class Trajectory:
+class Trajectory(Replaceable):
     """One role's rollout, time-major: [T, E, n_role, ...]."""
 
     x: jax.Array | SetInput  # actor (and decentralised critic) input, prepared (encoders.prepare)
@@ -279,6 +284,7 @@ def policy_actions(
     ``priors``: role -> the residual prior's actions (:func:`actor_logits`)."""
     parts = {}
     spec = network(tc).spec
+    assert spec is not None  # network() always reads through an InputSpec
     for i, role in enumerate(tc.learning_roles):
         x = prepare(spec, networks.role_input(tc, role, obs))
         c = _critic_x(critic_input, tc, role, state)

@@ -44,6 +44,7 @@ from ppage_jax.train.kit import lp, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 Hyperparams = JALGTHyperparams
 STOCHASTIC = False  # greedy_actions already plays the (mixed) equilibrium with epsilon 0
@@ -156,7 +157,7 @@ def decode(joint: jax.Array, n: int, k: int) -> jax.Array:
 
 # --------------------------------------------------------------------------- runner
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     tables: jax.Array  # float32[n_players, table_size, nA ** n_players]
     env: EnvCarry
     key: jax.Array

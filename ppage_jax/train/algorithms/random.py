@@ -17,13 +17,14 @@ from ppage_jax.train.kit import roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 Hyperparams = RandomHyperparams
 STOCHASTIC = False
 
 
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     env: EnvCarry
     key: jax.Array
     progress: Progress

@@ -37,12 +37,14 @@ import numpy as np
 from flax import struct
 
 from ppage_jax.config.hyperparams import TabularHyperparams
+from ppage_jax.config.hyperparams_ppage import JALGTHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import exploration, roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 
 # --------------------------------------------------------------------------- hashing
@@ -130,7 +132,7 @@ def q_step(
     terminal: jax.Array,
     next_value: jax.Array,
     valid: jax.Array,
-    hp: TabularHyperparams,
+    hp: TabularHyperparams | JALGTHyperparams,
 ) -> tuple[jax.Array, jax.Array]:
     """One batched Q-learning step: ``td = reward + gamma * (1 - terminal) * next_value -
     q_taken`` and ``alpha * td`` added at ``flat_index`` of the flattened ``table`` (averaged
@@ -173,7 +175,7 @@ def td_update(
 
 # --------------------------------------------------------------------------- runner
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     tables: dict  # role -> table (see the module docstring)
     env: EnvCarry
     key: jax.Array

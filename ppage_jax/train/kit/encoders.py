@@ -51,6 +51,7 @@ from flax import struct
 
 from ppage_jax.config.hyperparams import NETWORKS
 from ppage_jax.observations import ObservationBuilder, SlotGroup
+from ppage_jax.types import Replaceable
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld
@@ -140,9 +141,11 @@ def input_spec(env: GridWorld, network: str | None, scale: float = 1.0) -> Input
     if error is not None:
         raise ValueError(f"network {network!r}: {error}")
     if network == "cnn":
+        assert observation.shape is not None  # reading_error checked it
         return InputSpec(network, observation.size, tuple(observation.shape))
     if network == "set":
         slots = observation.slots
+        assert slots is not None  # reading_error checked it
         return InputSpec(
             network,
             observation.size,
@@ -156,7 +159,7 @@ def input_spec(env: GridWorld, network: str | None, scale: float = 1.0) -> Input
 
 
 @struct.dataclass
-class SetInput:
+class SetInput(Replaceable):
     """A ``set`` encoder's input with its parameter-free part done (:func:`prepare`): what a
     rollout stores, so the learning phase does not rebuild the window every epoch.
 
@@ -201,11 +204,14 @@ class Encoder(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array | SetInput) -> jax.Array:
         spec = self.spec
-        if spec.network == "mlp":
-            return x
         if spec.network == "set":
             inp = x if isinstance(x, SetInput) else prepare(spec, x)
+            assert isinstance(inp, SetInput)  # prepare makes one for the set encoder
             return jnp.concatenate([inp.side, self._conv(inp.patches.astype(jnp.float32))], -1)
+        assert not isinstance(x, SetInput), "a SetInput is the set encoder's input"
+        if spec.network == "mlp":
+            return x
+        assert spec.shape is not None  # cnn: the spatial observation's shape
         obs, extra = x[..., : spec.obs_size], x[..., spec.obs_size :]
         image = obs.reshape((*obs.shape[:-1], *spec.shape))
         return jnp.concatenate([self._conv(patches3x3(image, 2)), extra], axis=-1)
@@ -239,6 +245,7 @@ def window(spec: InputSpec, obs: jax.Array) -> jax.Array:
         present = (slots != 0).any(-1) if g.present is None else slots[..., g.present] != 0
         offset = jnp.round(slots[..., [g.x, g.y]]).astype(jnp.int32)
         if g.absolute:
+            assert own is not None  # absolute slots come with the observer's own position
             offset = offset - own[:, None, :]
         seen = present & (jnp.abs(offset) <= spec.radius).all(-1)
         cell = (offset[..., 1] + spec.radius) * side + offset[..., 0] + spec.radius

@@ -25,7 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ppage_jax.types import pytree_dataclass
+from ppage_jax.types import Replaceable, pytree_dataclass
 
 # A reduced cost below -COST_TOL improves the objective; ratios within RATIO_TOL of the
 # minimum tie; PIVOT_TOL is the default relative pivot tolerance.
@@ -35,7 +35,7 @@ PIVOT_TOL = 1e-5
 
 
 @pytree_dataclass
-class Solution:
+class Solution(Replaceable):
     """What :func:`maximize` returns."""
 
     x: jax.Array  # float32[n]: the vertex reached (clipped at 0)

@@ -25,7 +25,7 @@ def refresh(state: TrainState, values: Mapping[str, jax.Array | float] | None) -
     """``state`` whose injected optimiser settings read ``values`` (the names given; the
     others kept). ``None``, or an optimiser built without :func:`injected` (whose settings
     are fixed), leaves the state as it is."""
-    opt = state.opt_state
+    opt: Any = state.opt_state  # inject_hyperparams' state (a NamedTuple) when injected
     if not values or not hasattr(opt, "hyperparams"):
         return state
     settings = dict(opt.hyperparams)

@@ -36,6 +36,7 @@ from ppage_jax.train.kit import networks, optim, roles, rollout
 from ppage_jax.train.kit.rollout import EnvCarry
 from ppage_jax.train.run import progress
 from ppage_jax.train.run.progress import Progress
+from ppage_jax.types import Replaceable
 
 NORM_EPS = 1e-4  # PPAGE's normaliser: std floor, and the std before any target is seen
 
@@ -145,7 +146,7 @@ def is_policy_layer(name: str) -> bool:
 
 # --------------------------------------------------------------------------- normaliser
 @struct.dataclass
-class ReturnNormaliser:
+class ReturnNormaliser(Replaceable):
     """Raw EMA accumulators of PPAGE's RunningReturnNormalizer (float32 scalars)."""
 
     mean: jax.Array
@@ -254,7 +255,7 @@ def log_prob_entropy(logits: jax.Array, action: jax.Array) -> tuple[jax.Array, j
 
 # --------------------------------------------------------------------------- learners
 @struct.dataclass
-class Learner:
+class Learner(Replaceable):
     """One role's network, optimiser state and return normaliser."""
 
     train: TrainState
@@ -262,7 +263,7 @@ class Learner:
 
 
 @struct.dataclass
-class RunnerState:
+class RunnerState(Replaceable):
     learners: dict  # role -> Learner (learning roles only)
     env: EnvCarry
     key: jax.Array
@@ -334,7 +335,7 @@ def nstep_settings(hp: Any, value_coef: float, optimizer: dict) -> NStepSettings
 
 
 @struct.dataclass
-class Trajectory:
+class Trajectory(Replaceable):
     """One role's n-step rollout, time-major [T, E, n, ...]."""
 
     x: jax.Array
@@ -468,6 +469,10 @@ def apply_update(
     return Learner(train, norm)
 
 
+def _no_network(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("no learning role: nothing applies a network")
+
+
 def nstep_round(
     tc: TrainConfig,
     learners: dict,
@@ -479,7 +484,7 @@ def nstep_round(
     """One synchronous n-step round: a rollout of every grid with the current parameters,
     then one update per learning role. Returns learners, carry, finished and losses."""
     current = {role: learner.train.params for role, learner in learners.items()}
-    apply_fn = next(iter(learners.values())).train.apply_fn if learners else None
+    apply_fn = next(iter(learners.values())).train.apply_fn if learners else _no_network
     env, trajectories, finished = nstep_rollout(tc, current, apply_fn, env, key, params, settings)
     new, losses = {}, {}
     for role, traj in trajectories.items():

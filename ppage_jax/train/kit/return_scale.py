@@ -16,13 +16,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ppage_jax.types import pytree_dataclass
+from ppage_jax.types import Replaceable, pytree_dataclass
 
 EPSILON = 1e-8
 
 
 @pytree_dataclass
-class ReturnScale:
+class ReturnScale(Replaceable):
     """The normaliser of one role: its agents' running discounted returns and the moments."""
 
     returns: jax.Array  # float32[E, n]: each agent's discounted return in its episode so far

@@ -27,12 +27,12 @@ from ppage_jax.episodes.stats import (
 from ppage_jax.sharding import batch_sharding, make_mesh
 from ppage_jax.state import NO_TRUNCATION, EnvParams, State
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.types import pytree_dataclass
+from ppage_jax.types import Replaceable, pytree_dataclass
 from ppage_jax.wrappers import BatchedAutoResetEnv
 
 
 @pytree_dataclass
-class EnvCarry:
+class EnvCarry(Replaceable):
     """The batch of grids between steps: observations, states and running episode stats."""
 
     obs: jax.Array  # float32[E, A, F]
@@ -41,7 +41,7 @@ class EnvCarry:
 
 
 @pytree_dataclass
-class Step:
+class Step(Replaceable):
     """What one batched env step tells a learner (E grids, A agents)."""
 
     reward: jax.Array  # float32[E, A]

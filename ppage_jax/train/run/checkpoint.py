@@ -120,8 +120,8 @@ def load_checkpoint(path: str | os.PathLike, tc: TrainConfig):
         )
     num_seeds = raw["num_seeds"]
     expected = serialization.to_state_dict(template_policy(tc, num_seeds if num_seeds else None))
-    saved_flat = flatten_dict(raw["policy"], sep="/") if raw["policy"] else {}
-    expected_flat = flatten_dict(expected, sep="/") if expected else {}
+    saved_flat: dict[str, Any] = flatten_dict(raw["policy"], sep="/") if raw["policy"] else {}
+    expected_flat: dict[str, Any] = flatten_dict(expected, sep="/") if expected else {}
     if set(saved_flat) != set(expected_flat):
         missing = sorted(set(expected_flat) - set(saved_flat))
         extra = sorted(set(saved_flat) - set(expected_flat))
@@ -484,8 +484,9 @@ class TrainingCheckpoints:
         import shutil
 
         manager, self._manager = self._manager, None
-        with contextlib.suppress(Exception):
-            manager.close()
+        if manager is not None:
+            with contextlib.suppress(Exception):
+                manager.close()
         _join_new_threads(threads)
         leftovers = [p for p in self.directory.glob("*") if "tmp" in p.name]
         if new:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ppage_jax.config.curriculum import KINDS, MAX_PIECES, Target, targets
 from ppage_jax.state import EnvParams
-from ppage_jax.types import pytree_dataclass, static_field
+from ppage_jax.types import Replaceable, pytree_dataclass, static_field
 
 # Column prefix of the scheduled values in the metrics rows.
 PREFIX = "curriculum/"
@@ -38,8 +38,8 @@ def set_target(target: Target, params: EnvParams, value: jax.Array) -> tuple[Env
             reward=reward.replace(weights=reward.weights.at[..., target.index].set(value))
         ), value
     if target.leaf == "term_param":
-        old = reward.term_params[target.term][target.param]
-        term = dict(reward.term_params[target.term], **{target.param: value.astype(old.dtype)})
+        old = reward.term_params[target.term][target.param_name]
+        term = {**reward.term_params[target.term], target.param_name: value.astype(old.dtype)}
         return params.replace(
             reward=reward.replace(term_params={**reward.term_params, target.term: term})
         ), value
@@ -53,7 +53,7 @@ def set_target(target: Target, params: EnvParams, value: jax.Array) -> tuple[Env
 
 
 @pytree_dataclass
-class Curriculum:
+class Curriculum(Replaceable):
     """K schedules as traced arrays (one row each) and their static targets."""
 
     kind: jax.Array  # int32[K], index into KINDS
@@ -87,18 +87,18 @@ def apply_schedules(
     params: EnvParams,
     hyperparams: Mapping[str, jax.Array] | None,
     env_steps: jax.Array,
-) -> tuple[EnvParams, dict[str, jax.Array] | None, dict[str, jax.Array]]:
+) -> tuple[EnvParams, Mapping[str, jax.Array] | None, dict[str, jax.Array]]:
     """The params and traced hyperparameters (:mod:`ppage_jax.train.kit.traced`) an update uses
     after ``env_steps`` env steps, and the applied values (float32, ``curriculum/<key>``) for
     the metrics row. ``None``: both unchanged."""
     if c is None or not c.targets:
         return params, hyperparams, {}
     values = schedule_values(c, env_steps)
-    logged = {}
+    logged: dict[str, jax.Array] = {}
     for i, target in enumerate(c.targets):
         if target.leaf == "hyperparam":
             applied = values[i]
-            hyperparams = {**(hyperparams or {}), target.param: applied}
+            hyperparams = {**(hyperparams or {}), target.param_name: applied}
         else:
             params, applied = set_target(target, params, values[i])
         logged[PREFIX + target.key] = applied.astype(jnp.float32)

@@ -26,7 +26,7 @@ from ppage_jax.types import ROLES
 class DivergenceError(RuntimeError):
     """Training produced a non-finite loss, return or parameter."""
 
-    def __init__(self, update: int, algorithm: str, quantity: str, value: float, seed: int):
+    def __init__(self, update: int, algorithm: str, quantity: str, value: float | str, seed: int):
         self.update, self.algorithm, self.quantity = update, algorithm, quantity
         self.value, self.seed = value, seed
         self.metrics: dict | None = None  # every metrics row up to this update
@@ -56,7 +56,7 @@ class DivergenceCheck:
     def __init__(self, tc: TrainConfig, policy_state: Any):
         self.tc = tc
         self.finite_params = jax.jit(lambda runner: _finite_params(policy_state(runner)))
-        self.seen: dict[str, np.ndarray] = {}
+        self.seen: dict[str, np.ndarray | np.bool_] = {}
         is_pred = np.asarray(tc.env.is_predator, bool)
         self.roles = [r for r, rows in zip(ROLES, (is_pred, ~is_pred), strict=True) if rows.any()]
 

@@ -164,7 +164,8 @@ def untrained_pair(tc: TrainConfig) -> tuple[str, str]:
     """The matchup of an untrained run: every learning role plays uniformly random actions
     (what a freshly initialised policy, near-uniform logits or epsilon 1, plays); the other
     roles play their configured baselines."""
-    return tuple("random" if tc.learns(role) else "trained" for role in ROLES)
+    predator, prey = ("random" if tc.learns(role) else "trained" for role in ROLES)
+    return predator, prey
 
 
 def untrained_levels(

@@ -19,7 +19,7 @@ import yaml
 from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.config.algorithms import algorithm_params
 from ppage_jax.config.experiment import planned_updates
-from ppage_jax.config.hyperparams import from_params
+from ppage_jax.config.hyperparams import Hyperparams, from_params
 from ppage_jax.config.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
 from ppage_jax.config.shipped import resolve_run_path
 from ppage_jax.defaults import SECTIONS
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ppage_jax.env import GridWorld
 
 
-def make_train_config(config: Config, env=None) -> TrainConfig:
+def make_train_config(config: Config, env=None) -> TrainConfig[Hyperparams]:
     """The static TrainConfig of a validated Config (``env`` defaults to ``make(config)``)."""
     from ppage_jax.env import make
 
@@ -227,11 +227,12 @@ def frozen_policy(
     )
 
 
-def role_settings(config: Config, env: GridWorld) -> tuple[str, str]:
+def role_settings(config: Config, env: GridWorld) -> tuple[str | FrozenPolicy, str | FrozenPolicy]:
     """What each role plays, in ROLES order: ``"learn"``, a baseline name or a
     :class:`FrozenPolicy` (``experiment.roles.<role>: {policy: RUN_DIR}``)."""
     given = config["experiment"]["roles"]
-    return tuple(
+    predator, prey = (
         frozen_policy(role, given[key], config, env) if isinstance(given[key], dict) else given[key]
         for key, role in zip(ROLE_KEYS, ROLES, strict=True)
     )
+    return predator, prey

@@ -178,7 +178,7 @@ def _trend(
     if y.size < max(4, window // 2) or np.ptp(y) == 0 or not _may_trend(y, alpha):
         return None
     # Kendall's exact test without scipy's per-call argument handling (the same function).
-    tau = getattr(stats.kendalltau, "__wrapped__", stats.kendalltau)(x, y)
+    tau: Any = getattr(stats.kendalltau, "__wrapped__", stats.kendalltau)(x, y)
     if not (tau.pvalue < alpha):
         return None
     span = _theil_sen_slope(x, y) * (x[-1] - x[0])
@@ -278,7 +278,8 @@ def _may_trend(y: np.ndarray, alpha: float) -> bool:
     return var > 0 and abs(s) / math.sqrt(var) >= 0.8 * _critical_z(alpha)
 
 
-def _describe(name: str, t: Trend) -> str:
+def _describe(name: str, t: Trend | None) -> str:
+    assert t is not None  # the callers describe only a trend they found
     word = "rising" if t.direction > 0 else "falling"
     amount = f"{t.change:+.2f}" if name in ABSOLUTE else f"{100 * t.change:+.0f} %"
     return f"{name} {word} ({amount}, tau {t.tau:+.2f})"

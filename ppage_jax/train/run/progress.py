@@ -15,11 +15,11 @@ from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit.traced import TracedHyperparams, bind
 from ppage_jax.train.run.curriculum import Curriculum, apply_schedules
-from ppage_jax.types import pytree_dataclass
+from ppage_jax.types import Replaceable, pytree_dataclass
 
 
 @pytree_dataclass
-class Progress:
+class Progress(Replaceable):
     """Counters every runner state carries (per seed)."""
 
     env_steps: jax.Array  # int32: turns taken over all grids
@@ -32,7 +32,7 @@ def progress_init() -> Progress:
     return Progress(zero, zero, zero)
 
 
-def episode_metrics(tc: TrainConfig, finished: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+def episode_metrics(tc: TrainConfig, finished: Mapping[str, jax.Array]) -> dict[str, Any]:
     """Reduce a rollout's stacked ``finished`` dicts ([T, E, ...]) to one metrics row.
 
     ``capture_rate`` is the fraction of finished episodes that ended by capture (terminated)

@@ -279,7 +279,7 @@ def run_training(
             on_chunk(metrics, done * tc.env_steps_per_update, runner)
         if not prefetch:
             save = checkpoint_due()
-        if save:
+        if save and checkpoints is not None:
             whole = gather_rows(runner) if multi else runner
             checkpoints.save(done, whole, _concat(rows), finished, size)
             del whole  # not kept alive beside the next chunks' runners
