@@ -64,6 +64,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # the lazy names' real types, for type checkers and editors
     from ppage_jax.analysis.audit import AuditSettings, audit_rewards, format_report
+    from ppage_jax.analysis.detectors import DetectorSettings, load_settings, monitor_curves
     from ppage_jax.analysis.search import load_search, search_rewards
     from ppage_jax.analysis.sweep import load_sweep, run_sweep
     from ppage_jax.compilation.cache import enable_compile_cache
@@ -141,6 +142,9 @@ __all__ = [
     "run_sweep",
     "load_search",
     "search_rewards",
+    "DetectorSettings",
+    "load_settings",
+    "monitor_curves",
     "enable_compile_cache",
 ]
 assert set(__all__) >= set(_LAZY), "every lazy name is public"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -191,9 +190,10 @@ def test_roc_points_on_a_four_design_toy():
     frozen = rates(toy_outcomes(0.01), "d")
     assert (frozen.tpr.hits, frozen.tpr.n, frozen.fpr.hits, frozen.fpr.n) == (1, 2, 0, 2)
     assert frozen.delays == (3.0,) and frozen.delay_summary() == (3.0, 3.0, 3.0)
-    # "all" at an FPR no higher than d's (0): no threshold gets there
+    # "all" never gets as low as d's FPR (0.5): it is shown at its lowest (1.0), not reached
     versus = equal_fpr(toy_outcomes(0.05), toy_outcomes, [0.01, 0.5], "d", "all")
-    assert versus.baseline_alpha is None and math.isnan(versus.p)
+    assert (versus.reached, versus.baseline_alpha, versus.baseline_fpr.value) == (False, 0.01, 1.0)
+    assert versus.p == 1.0  # both flag both farmable runs: no discordant pair
     versus = equal_fpr(toy_outcomes(0.01), toy_outcomes, [0.01, 0.05], "d", "d")
     assert (versus.baseline_alpha, versus.baseline_tpr.hits, versus.p) == (0.01, 1, 1.0)
 

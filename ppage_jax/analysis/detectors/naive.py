@@ -39,19 +39,23 @@ def naive_flags(
     order), None when it never held ``patience`` windows in a row."""
     test = cfg.as_monitor()
     first: dict[str, tuple[int, int] | None] = dict.fromkeys(NAIVE_CHECKS)
-    streak = dict.fromkeys(NAIVE_CHECKS, 0)
+    streak: dict[str, int] = dict.fromkeys(NAIVE_CHECKS, 0)
+    lengths = [float(b.get("episode_length", float("nan"))) for b in blocks]
+    shaped = {role: [_shaped(b, role, terms) for b in blocks] for role in roles}
+    tasks = {role: [_task(b, role) for b in blocks] for role in roles}
     for end in range(cfg.window, len(blocks) + 1):
-        window = blocks[end - cfg.window : end]
-        length = trend([float(b.get("episode_length", float("nan"))) for b in window], test)
+        start = end - cfg.window
+        length = trend(lengths[start:end], test)
         holds = {"naive/length_rising": length is not None and length.direction > 0}
         flat = False
         for role in roles:
-            shaped = trend([_shaped(b, role, terms) for b in window], test)
-            task = trend([_task(b, role) for b in window], test, absolute=True)
-            if shaped is not None and shaped.direction > 0 and not (task and task.direction > 0):
-                flat = True
+            paid = trend(shaped[role][start:end], test)
+            if paid is None or paid.direction <= 0:
+                continue  # the task's trend matters only under a rising shaped return
+            task = trend(tasks[role][start:end], test, absolute=True)
+            flat = flat or not (task and task.direction > 0)
         holds["naive/shaped_up_task_flat"] = flat
-        last = window[-1]
+        last = blocks[end - 1]
         for check, now in holds.items():
             streak[check] = streak[check] + 1 if now else 0
             if streak[check] >= cfg.patience and first[check] is None:

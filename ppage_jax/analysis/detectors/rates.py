@@ -95,8 +95,10 @@ def roc_points(
 @dataclasses.dataclass(frozen=True)
 class EqualFpr:
     """The detector at its frozen threshold beside a baseline at its best threshold whose
-    false-positive rate is no higher; ``p``: McNemar's exact test on the farmable runs that
-    one flagged and the other did not (two-sided binomial)."""
+    false-positive rate is no higher (``reached``), or, when no threshold of the baseline
+    gets that low, at its lowest false-positive rate (the baseline then has the higher
+    FPR); ``p``: McNemar's exact test on the farmable runs that one flagged and the other
+    did not (two-sided binomial)."""
 
     detector: str
     baseline: str
@@ -106,6 +108,7 @@ class EqualFpr:
     baseline_tpr: Rate | None
     baseline_fpr: Rate | None
     p: float
+    reached: bool = True
 
 
 def mcnemar_p(first: Sequence[bool], second: Sequence[bool]) -> float:
@@ -127,18 +130,21 @@ def equal_fpr(
 ) -> EqualFpr:
     """``detector`` at the frozen settings against ``baseline`` at the threshold (of
     ``alphas``) with the highest true-positive rate whose false-positive rate does not
-    exceed the detector's (None when no threshold gets that low)."""
+    exceed the detector's; when none gets that low, at its lowest false-positive rate
+    (ties: the higher true-positive rate), ``reached`` False."""
     mine = rates(frozen, detector)
-    best: tuple[float, DetectorRates, Sequence[Outcome]] | None = None
+    points = []
     for alpha in alphas:
         found = outcomes_at(alpha)
-        theirs = rates(found, baseline)
-        if theirs.fpr.value <= mine.fpr.value + 1e-12 and (
-            best is None or theirs.tpr.hits > best[1].tpr.hits
-        ):
-            best = (float(alpha), theirs, found)
-    if best is None:
+        points.append((float(alpha), rates(found, baseline), found))
+    if not points:
         return EqualFpr(detector, baseline, mine.tpr, mine.fpr, None, None, None, math.nan)
+    low_enough = [p for p in points if p[1].fpr.value <= mine.fpr.value + 1e-12]
+    reached = bool(low_enough)
+    if reached:
+        best = max(low_enough, key=lambda p: p[1].tpr.hits)
+    else:
+        best = min(points, key=lambda p: (p[1].fpr.hits, -p[1].tpr.hits))
 
     def flags(found: Sequence[Outcome], name: str) -> list[bool]:
         runs = sorted(
@@ -148,7 +154,10 @@ def equal_fpr(
         return [o.flagged for o in runs]
 
     p = mcnemar_p(flags(frozen, detector), flags(best[2], baseline))
-    return EqualFpr(detector, baseline, mine.tpr, mine.fpr, best[0], best[1].tpr, best[1].fpr, p)
+    alpha, theirs, _ = best
+    return EqualFpr(
+        detector, baseline, mine.tpr, mine.fpr, alpha, theirs.tpr, theirs.fpr, p, reached
+    )
 
 
 @dataclasses.dataclass(frozen=True)

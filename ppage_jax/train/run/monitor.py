@@ -266,13 +266,18 @@ def _critical_z(alpha: float) -> float:
     return float(stats.norm.isf(alpha / 2))
 
 
+@functools.lru_cache(maxsize=64)
+def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs (i, j), i < j, of ``n`` values."""
+    return np.triu_indices(n, 1)
+
+
 def _may_trend(y: np.ndarray, alpha: float) -> bool:
     """A cheap necessary condition for Kendall's test: Mann-Kendall's S, normal with its
     tie-corrected variance, within 80 % of the critical z (far looser than the exact test),
     so the exact test runs only where it might pass."""
     n = y.size
-    upper = np.triu_indices(n, 1)
-    s = np.sign(y[None, :] - y[:, None])[upper].sum()
+    s = np.sign(y[None, :] - y[:, None])[_upper_pairs(n)].sum()
     _, counts = np.unique(y, return_counts=True)
     var = (n * (n - 1) * (2 * n + 5) - (counts * (counts - 1) * (2 * counts + 5)).sum()) / 18
     return var > 0 and abs(s) / math.sqrt(var) >= 0.8 * _critical_z(alpha)
