@@ -583,7 +583,9 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
         ("hacked", "monitor/episode_length/predator"): 1.0,
         ("hacked", "monitor/share/predator/predator_distance"): 0.0,
         ("hacked", "monitor/drift/predator"): 1.0,
+        ("hacked", "monitor/below_start/predator"): 1.0,
         ("hacked", "monitor_first/hacking/predator"): 15360.0,
+        ("hacked", "monitor_first/below_start/predator"): 20480.0,
         ("hacked", "monitor_first/drift/predator"): 22016.0,
         ("hacked", "monitor_first/episode_length/predator"): 16384.0,
         ("hacked", "monitor_first/share/predator/predator_distance"): pytest.approx(
@@ -604,6 +606,7 @@ def test_the_monitor_flags_the_hacked_arm_only_without_a_new_compile(hacked_swee
             "monitor/episode_length/predator",
             "monitor/share/predator/predator_distance",
             "monitor/drift/predator",
+            "monitor/below_start/predator",
         ],
         "honest": [],
     }
