@@ -203,7 +203,7 @@ def _pooled(rows: Sequence[dict], settings: DetectorSettings, watch: Mapping) ->
     for row in rows:
         if not row.get("active", True) or int(row.get("update", 1)) <= monitor.warmup:
             continue
-        block = monitor._pool(int(row.get("seed", 0)), dict(row))
+        block = monitor.pool(int(row.get("seed", 0)), dict(row))
         if block is not None:
             blocks.append(block)
     return blocks

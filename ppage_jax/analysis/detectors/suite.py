@@ -185,27 +185,27 @@ def audit_flags(directory: Path) -> dict[str, dict[str, bool]]:
     return flags
 
 
-def task_levels(run: WatchedRun, role: str) -> tuple[np.ndarray, np.ndarray]:
-    """The run's updates and its task per update (capture rate, survival for prey),
-    NaN where no episode finished."""
+def task_levels(run: WatchedRun, role: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run's updates, its task per update (capture rate, survival for prey; NaN where
+    no episode finished) and each update's finished episodes (1 where not counted)."""
     updates = np.asarray([int(r.get("update", i + 1)) for i, r in enumerate(run.rows)])
     rates = np.asarray([float(r.get("capture_rate", math.nan)) for r in run.rows], np.float64)
     episodes = np.asarray([float(r.get("episodes", 1.0) or 0.0) for r in run.rows])
     rates = np.where(episodes > 0, rates, math.nan)
-    return updates, rates if role == "predator" else 1.0 - rates
+    return updates, rates if role == "predator" else 1.0 - rates, episodes
 
 
 def onset_update(run: WatchedRun, role: str, window: int) -> int | None:
     """The update at which the task starts to fall: the last update of the best
-    ``window``-update mean of the task (its running peak), None when that peak is the
-    run's last window (the task never fell)."""
-    updates, task = task_levels(run, role)
+    ``window``-update stretch of the task, weighted by the episodes that finished (its
+    running peak); None when that peak is the run's last stretch (the task never fell)."""
+    updates, task, episodes = task_levels(run, role)
     if len(task) < window:
         return None
-    finite = np.isfinite(task)
-    sums = np.convolve(np.where(finite, task, 0.0), np.ones(window), "valid")
-    counts = np.convolve(finite.astype(float), np.ones(window), "valid")
-    means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+    weights = np.where(np.isfinite(task), episodes, 0.0)
+    sums = np.convolve(np.where(weights > 0, task, 0.0) * weights, np.ones(window), "valid")
+    counts = np.convolve(weights, np.ones(window), "valid")
+    means = np.where(counts > 0, sums / np.maximum(counts, 1e-12), -np.inf)
     best = int(np.argmax(means))
     if best == len(means) - 1:
         return None

@@ -398,7 +398,7 @@ class Monitor:
             if int(row.get("update", self.warmup + 1)) <= self.warmup:
                 continue
             seed = int(row.get("seed", 0))
-            block = self._pool(seed, row)
+            block = self.pool(seed, row)
             if block is None:
                 for name in self.columns:
                     row[name] = self.status.get((seed, name), 0)
@@ -430,7 +430,7 @@ class Monitor:
                         new.append(flag)
         return new
 
-    def _pool(self, seed: int, row: dict) -> dict | None:
+    def pool(self, seed: int, row: dict) -> dict | None:
         """The block ``row`` closes (:func:`pool_rows` of the seed's pending updates), or
         None while fewer than ``min_episodes`` episodes have finished in them."""
         if "episodes" not in row:
