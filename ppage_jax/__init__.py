@@ -1,42 +1,50 @@
 """ppage_jax: a vectorized JAX simulator of the PPAGE predator-prey gridworld.
 
-``import ppage_jax`` loads the simulator core only (state, config, env, rewards,
-observations, wrappers, sharding, baseline policies). Everything built on it (episodes,
-pictures, training, audits, sweeps, reward search) resolves lazily on first use, so ``pj.render``,
-``pj.train`` or ``pj.run_sweep`` work without being imported up front.
+Every public name resolves on first use (PEP 562): ``import ppage_jax`` itself loads no JAX,
+so the command line answers ``--help`` and config errors at once, and ``pj.make``,
+``pj.render``, ``pj.train`` or ``pj.run_sweep`` each import what they need when first used.
+Using any of the reward or observation names registers the shipped terms and builders.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from ppage_jax import observations, rewards  # noqa: F401  (register the shipped builders/terms)
-from ppage_jax.config import Config, ConfigError, load_config
-from ppage_jax.config.env_spec import EnvSpec, RewardTerm
 from ppage_jax.defaults import VERSION as __version__  # noqa: F401  (the release)
-from ppage_jax.env import GridWorld, make
-from ppage_jax.observations import (
-    ObservationBuilder,
-    make_observation,
-    observation_builders,
-    register_observation,
-)
-from ppage_jax.policies import combine_policies, greedy_chase, greedy_evade
-from ppage_jax.rewards import (
-    Choice,
-    PotentialContext,
-    RewardContext,
-    register_potential,
-    register_reward,
-    reward_terms,
-)
-from ppage_jax.sharding import make_mesh, replicate, shard_batch
-from ppage_jax.state import EnvParams, Layout, RewardParams, State
-from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
 
-# Public names outside the core: name -> module that defines it (imported on first access).
+# Public names: name -> module that defines it (imported on first access).
 _LAZY: dict[str, str] = {
+    "Config": "ppage_jax.config",
+    "ConfigError": "ppage_jax.config",
+    "load_config": "ppage_jax.config",
+    "EnvSpec": "ppage_jax.config.env_spec",
+    "RewardTerm": "ppage_jax.config.env_spec",
+    "GridWorld": "ppage_jax.env",
+    "make": "ppage_jax.env",
+    "ObservationBuilder": "ppage_jax.observations",
+    "make_observation": "ppage_jax.observations",
+    "observation_builders": "ppage_jax.observations",
+    "register_observation": "ppage_jax.observations",
+    "combine_policies": "ppage_jax.policies",
+    "greedy_chase": "ppage_jax.policies",
+    "greedy_evade": "ppage_jax.policies",
+    "Choice": "ppage_jax.rewards",
+    "PotentialContext": "ppage_jax.rewards",
+    "RewardContext": "ppage_jax.rewards",
+    "register_potential": "ppage_jax.rewards",
+    "register_reward": "ppage_jax.rewards",
+    "reward_terms": "ppage_jax.rewards",
+    "make_mesh": "ppage_jax.sharding",
+    "replicate": "ppage_jax.sharding",
+    "shard_batch": "ppage_jax.sharding",
+    "EnvParams": "ppage_jax.state",
+    "Layout": "ppage_jax.state",
+    "RewardParams": "ppage_jax.state",
+    "State": "ppage_jax.state",
+    "AutoResetEnv": "ppage_jax.wrappers",
+    "BatchedAutoResetEnv": "ppage_jax.wrappers",
     "EpisodeStats": "ppage_jax.episodes",
     "episode_stats_init": "ppage_jax.episodes",
     "episode_stats_update": "ppage_jax.episodes",
@@ -62,12 +70,15 @@ _LAZY: dict[str, str] = {
     "enable_compile_cache": "ppage_jax.compilation.cache",
 }
 
-if TYPE_CHECKING:  # the lazy names' real types, for type checkers and editors
+if TYPE_CHECKING:  # the real types, for type checkers and editors
     from ppage_jax.analysis.audit import AuditSettings, audit_rewards, format_report
     from ppage_jax.analysis.detectors import DetectorSettings, load_settings, monitor_curves
     from ppage_jax.analysis.search import load_search, search_rewards
     from ppage_jax.analysis.sweep import load_sweep, run_sweep
     from ppage_jax.compilation.cache import enable_compile_cache
+    from ppage_jax.config import Config, ConfigError, load_config
+    from ppage_jax.config.env_spec import EnvSpec, RewardTerm
+    from ppage_jax.env import GridWorld, make
     from ppage_jax.episodes import (
         EpisodeStats,
         episode_stats_init,
@@ -76,53 +87,73 @@ if TYPE_CHECKING:  # the lazy names' real types, for type checkers and editors
         rollout_episodes,
         summarize_episodes,
     )
+    from ppage_jax.observations import (
+        ObservationBuilder,
+        make_observation,
+        observation_builders,
+        register_observation,
+    )
+    from ppage_jax.policies import combine_policies, greedy_chase, greedy_evade
+    from ppage_jax.rewards import (
+        Choice,
+        PotentialContext,
+        RewardContext,
+        register_potential,
+        register_reward,
+        reward_terms,
+    )
+    from ppage_jax.sharding import make_mesh, replicate, shard_batch
+    from ppage_jax.state import EnvParams, Layout, RewardParams, State
     from ppage_jax.train import TrainConfig, make_train_config, train
     from ppage_jax.viz.frames import render, render_episode, write_gif
+    from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'ppage_jax' has no attribute {name!r}")
+    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = importlib.import_module(f"{__name__}.{name}")  # a subpackage: pj.rewards
+    else:
+        raise AttributeError(f"module 'ppage_jax' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = [
-    "AutoResetEnv",
-    "BatchedAutoResetEnv",
-    "Choice",
+__all__ = [  # spelled out for type checkers
     "Config",
     "ConfigError",
-    "EnvParams",
-    "EnvSpec",
-    "GridWorld",
-    "Layout",
-    "ObservationBuilder",
-    "PotentialContext",
-    "RewardContext",
-    "RewardParams",
-    "RewardTerm",
-    "State",
-    "combine_policies",
-    "greedy_chase",
-    "greedy_evade",
     "load_config",
+    "EnvSpec",
+    "RewardTerm",
+    "GridWorld",
     "make",
-    "make_mesh",
+    "ObservationBuilder",
     "make_observation",
     "observation_builders",
     "register_observation",
+    "combine_policies",
+    "greedy_chase",
+    "greedy_evade",
+    "Choice",
+    "PotentialContext",
+    "RewardContext",
     "register_potential",
     "register_reward",
-    "replicate",
     "reward_terms",
+    "make_mesh",
+    "replicate",
     "shard_batch",
-    # the lazy names (_LAZY), spelled out for type checkers
+    "EnvParams",
+    "Layout",
+    "RewardParams",
+    "State",
+    "AutoResetEnv",
+    "BatchedAutoResetEnv",
     "EpisodeStats",
     "episode_stats_init",
     "episode_stats_update",
@@ -147,4 +178,4 @@ __all__ = [
     "monitor_curves",
     "enable_compile_cache",
 ]
-assert set(__all__) >= set(_LAZY), "every lazy name is public"
+assert set(__all__) == set(_LAZY), "every lazy name is public"

@@ -10,6 +10,9 @@ import copy
 
 VERSION = "0.1.0"
 
+# The two roles, in agent-row order (predators first).
+ROLES = ("predator", "prey")
+
 SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
 
 _DEFAULTS: dict = {

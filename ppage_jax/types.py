@@ -30,9 +30,6 @@ BatchObservations: TypeAlias = jax.Array  # float32[E, A, F]
 BatchRewards: TypeAlias = jax.Array  # float32[E, A]
 BatchFlags: TypeAlias = jax.Array  # bool[E]
 
-# The two roles, in agent-row order (predators first).
-ROLES = ("predator", "prey")
-
 _T = TypeVar("_T")
 
 

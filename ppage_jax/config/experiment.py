@@ -48,7 +48,7 @@ from ppage_jax.config.roles import (
     RUN_CONFIG,
 )
 from ppage_jax.config.shipped import resolve_run_path
-from ppage_jax.types import ROLES
+from ppage_jax.defaults import ROLES
 
 # Where the reward-hacking monitor starts from (experiment.monitor.baseline).
 MONITOR_BASELINES = ("untrained", "first_window")

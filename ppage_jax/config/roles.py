@@ -3,7 +3,7 @@ policy another run trained (frozen)."""
 
 from __future__ import annotations
 
-# experiment.roles keys (PPAGE's plural config names), in the order of ppage_jax.types.ROLES.
+# experiment.roles keys (PPAGE's plural config names), in the order of ppage_jax.defaults.ROLES.
 ROLE_KEYS = ("predators", "preys")
 LEARN = "learn"
 # The baseline policies each role may play instead of learning, by name

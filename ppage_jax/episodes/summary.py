@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from ppage_jax.defaults import ROLES
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import play_turn
 from ppage_jax.episodes.stats import episode_stats_init
@@ -24,7 +25,6 @@ from ppage_jax.policies import Policy
 from ppage_jax.sharding import batch_sharding, make_mesh, replicate, to_host
 from ppage_jax.state import EnvParams
 from ppage_jax.stats.survival import BOOTSTRAP_REPS, survival_summary
-from ppage_jax.types import ROLES
 from ppage_jax.wrappers import BatchedAutoResetEnv
 
 # The evaluation rows of a run, in table order: predators against the same prey, then prey

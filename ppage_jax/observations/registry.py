@@ -22,8 +22,8 @@ import numpy as np
 
 from ppage_jax.config import Field, register_validator, short_repr
 from ppage_jax.config.schema import READINGS, declare_observation
+from ppage_jax.defaults import ROLES
 from ppage_jax.state import EnvParams, Layout, State
-from ppage_jax.types import ROLES
 
 DISTANCE_TYPES = ("euclidean", "manhattan")
 

@@ -9,8 +9,9 @@ from typing import Any
 import jax
 
 from ppage_jax.config.schema import declare_term, forget_term
+from ppage_jax.defaults import ROLES
 from ppage_jax.state import CaptureEvents, State
-from ppage_jax.types import ROLES, pytree_dataclass, static_field
+from ppage_jax.types import pytree_dataclass, static_field
 
 # What a term's applies_to may name: one role, or every agent.
 APPLIES_TO = (*ROLES, "all")

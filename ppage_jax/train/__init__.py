@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
     from ppage_jax.config import Config
     from ppage_jax.config.hyperparams import Hyperparams
+    from ppage_jax.defaults import ROLES
     from ppage_jax.state import EnvParams
     from ppage_jax.train.config import TrainConfig
     from ppage_jax.train.protocol import Algorithm
@@ -74,7 +75,6 @@ if TYPE_CHECKING:
         unregister_algorithm,
     )
     from ppage_jax.train.run.experiment import make_train_config
-    from ppage_jax.types import ROLES
 
 # Public names: name -> module that defines it (imported on first access).
 _LAZY: dict[str, str] = {

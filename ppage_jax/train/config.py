@@ -8,8 +8,9 @@ import numpy as np
 
 from ppage_jax.config.hyperparams import Hyperparams
 from ppage_jax.config.roles import LEARN
+from ppage_jax.defaults import ROLES
 from ppage_jax.env import GridWorld
-from ppage_jax.types import ROLES, Replaceable, pytree_dataclass, static_field
+from ppage_jax.types import Replaceable, pytree_dataclass, static_field
 
 H = TypeVar("H", bound=Hyperparams)
 

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.artifacts import CAPTURE_CURVES_FILE, CURVES_FILE, save_figure
+from ppage_jax.defaults import ROLES
 from ppage_jax.episodes.summary import comparison_groups
 from ppage_jax.stats.survival import capture_curve, number_text, turns_text
-from ppage_jax.types import ROLES
 
 
 def _value(text: str) -> Any:

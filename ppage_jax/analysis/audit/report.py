@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ppage_jax.analysis.audit.flags import describe_margin
 from ppage_jax.analysis.audit.settings import COMPONENT_LABELS, ROLE_TITLES
-from ppage_jax.types import ROLES
+from ppage_jax.defaults import ROLES
 
 
 def format_report(report: dict) -> str:

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ppage_jax.defaults import ROLES
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.summary import summarize_episodes
-from ppage_jax.types import ROLES
 
 # Evaluation metrics kept from ppage_jax.episodes.summarize_episodes (one value per run).
 EPISODE_METRICS = (

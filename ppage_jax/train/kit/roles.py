@@ -17,9 +17,9 @@ import jax.numpy as jnp
 
 from ppage_jax import policies
 from ppage_jax.config.roles import LEARN
+from ppage_jax.defaults import ROLES
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams, State
-from ppage_jax.types import ROLES
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld

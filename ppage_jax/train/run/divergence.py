@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppage_jax.defaults import ROLES
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.types import ROLES
 
 
 class DivergenceError(RuntimeError):

@@ -22,13 +22,12 @@ from ppage_jax.config.experiment import planned_updates
 from ppage_jax.config.hyperparams import Hyperparams, from_params
 from ppage_jax.config.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
 from ppage_jax.config.shipped import resolve_run_path
-from ppage_jax.defaults import SECTIONS
+from ppage_jax.defaults import ROLES, SECTIONS
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit.roles import FrozenPolicy, StartPolicy
 from ppage_jax.train.protocol import acting_one
 from ppage_jax.train.registry import algorithm
 from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
-from ppage_jax.types import ROLES
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld

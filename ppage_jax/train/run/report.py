@@ -25,10 +25,10 @@ from ppage_jax.artifacts import (
     write_text,
 )
 from ppage_jax.config import Config
+from ppage_jax.defaults import ROLES
 from ppage_jax.episodes.summary import comparison_groups
 from ppage_jax.stats.survival import number_text, turns_text
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.types import ROLES
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
