@@ -285,11 +285,21 @@ def test_monitor_reproduces_every_shipped_reward_study_sweep(study):
 
 
 @pytest.mark.slow  # the shipped detector suite measured again from its saved curves
-def test_the_shipped_detector_suite_is_reproduced_from_its_curves(tmp_path):
+@pytest.mark.parametrize("run", ["run1", "run2"])
+def test_the_shipped_detector_suite_is_reproduced_from_its_curves(tmp_path, run):
     shipped = ROOT / "docs/studies/detectors"
+    # run 2 is the shipped suite; run 1 shares its reward-design and hovering scenarios and
+    # keeps its own default scenario and outputs under run1/
+    runs, expected = shipped, shipped
+    if run == "run1":
+        runs, expected = tmp_path / "runs", shipped / "run1"
+        runs.mkdir()
+        for scenario in ("reward_design", "hover"):
+            (runs / scenario).symlink_to(shipped / scenario)
+        (runs / "default").symlink_to(expected / "default")
     code, out = main_cli(
-        ["monitor", "--suite", str(SUITE), "--runs", str(shipped), "--out", str(tmp_path)]
+        ["monitor", "--suite", str(SUITE), "--runs", str(runs), "--out", str(tmp_path / "out")]
     )
     assert code == 0
     for name in ("detectors.csv", "rates.csv"):
-        assert (tmp_path / name).read_text() == (shipped / name).read_text(), name
+        assert (tmp_path / "out" / name).read_text() == (expected / name).read_text(), name
