@@ -15,6 +15,11 @@ ROLES = ("predator", "prey")
 
 SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
 
+# The modules whose import registers the shipped reward terms, potentials and observation
+# builders (and their config checks). Checking a config imports them first, by name: the
+# config layer validates against the registries without depending on the layers above it.
+REGISTRY_MODULES = ("ppage_jax.rewards", "ppage_jax.observations")
+
 _DEFAULTS: dict = {
     "env": {
         "name": "ppage",

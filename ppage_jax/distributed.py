@@ -27,9 +27,6 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import jax
-import numpy as np
-
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
 ENV_PROCESS_ID = "JAX_PROCESS_ID"
@@ -138,6 +135,8 @@ def initialize(config: Settings | None = None) -> Settings:
     config = settings() if config is None else config
     if not config.multi_process or is_initialized():
         return config
+    import jax
+
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if config.auto:
         jax.distributed.initialize(coordinator_address=config.coordinator)
@@ -167,12 +166,19 @@ def initialize_from_args(args: argparse.Namespace) -> Settings:
 
 
 def is_initialized() -> bool:
-    """True once the distributed runtime runs in this process."""
+    """True once the distributed runtime runs in this process (False, without importing JAX,
+    while nothing has imported it: the command line checks its input before JAX loads)."""
+    if "jax" not in sys.modules:
+        return False
+    import jax
+
     return jax.distributed.is_initialized()
 
 
 def is_writer() -> bool:
     """True on the process that writes results and prints reports (process 0)."""
+    import jax
+
     return jax.process_index() == 0
 
 
@@ -180,6 +186,9 @@ def share(value: Any) -> Any:
     """Process 0's ``value`` (JSON-ready) on every process, e.g. what it read from the output
     directory; ``value`` itself with one process. Every process must call it (the others'
     ``value`` is ignored)."""
+    import jax
+    import numpy as np
+
     if jax.process_count() == 1:
         return value
     from jax.experimental import multihost_utils
@@ -193,6 +202,9 @@ def share(value: Any) -> Any:
 def any_process(flag: bool) -> bool:
     """True on every process when ``flag`` is true on any (e.g. a stop request that reached
     one process first); ``flag`` with one process. Every process must call it."""
+    import jax
+    import numpy as np
+
     if jax.process_count() == 1:
         return bool(flag)
     from jax.experimental import multihost_utils

@@ -161,8 +161,13 @@ def add_import_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def import_user_modules(names: Sequence[str]) -> None:
-    """Load the installed plugins (:func:`load_plugins`), then import each of ``names`` in
-    order (:func:`import_user_module`). A failure is a one-line :class:`UsageError`."""
+    """Register the shipped terms and builders
+    (:func:`~ppage_jax.config.validation.load_registries`), load the installed plugins
+    (:func:`load_plugins`), then import each of ``names`` in order
+    (:func:`import_user_module`). A failure is a one-line :class:`UsageError`."""
+    from ppage_jax.config.validation import load_registries
+
+    load_registries()
     load_plugins()
     for name in names:
         import_user_module(name)

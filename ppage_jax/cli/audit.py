@@ -10,13 +10,6 @@ import json
 import sys
 from typing import Any
 
-from ppage_jax.analysis.audit import (
-    AUDIT_SEED,
-    AuditSettings,
-    audit_rewards,
-    format_report,
-    parse_policy_pairs,
-)
 from ppage_jax.artifacts import write_json
 from ppage_jax.cli.args import (
     add_config_arguments,
@@ -27,7 +20,10 @@ from ppage_jax.cli.args import (
     positive_int,
     seed_number,
 )
-from ppage_jax.env import make
+
+# ppage_jax.analysis.audit's AUDIT_SEED, written here so that the parser loads no JAX
+# (tests/cli/test_cli_imports.py checks that the two agree).
+AUDIT_SEED = 900_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +70,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import_user_modules(args.imports)
     config = load_cli_config(args)
+    from ppage_jax.analysis.audit import (
+        AuditSettings,
+        audit_rewards,
+        format_report,
+        parse_policy_pairs,
+    )
+    from ppage_jax.env import make
+
     try:
         policies: dict[str, Any] = (
             {"policies": parse_policy_pairs(args.policies)} if args.policies else {}

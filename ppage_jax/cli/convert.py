@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import warnings
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from ppage_jax.artifacts import write_text
-from ppage_jax.config import Config, ConfigError, ConfigNotice, load_config
-from ppage_jax.config.ppage_format import Translation, translate
 from ppage_jax.defaults import SECTIONS
+
+if TYPE_CHECKING:
+    from ppage_jax.config import Config
+    from ppage_jax.config.ppage_format import Translation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +42,13 @@ def convert(
 ) -> tuple[Config, Translation]:
     """Write ``ppage_dir`` (with ``experiment``) to ``out_dir`` in the strict form; return the
     loaded config and the translation (its ``mapped`` and ``notices`` lines)."""
+    import yaml
+
+    from ppage_jax.config import ConfigError, ConfigNotice, load_config
+    from ppage_jax.config.ppage_format import translate
+    from ppage_jax.config.validation import load_registries
+
+    load_registries()  # the config checks read the term and builder registries
     translation = translate(ppage_dir, experiment)
     with warnings.catch_warnings():  # the notices are in `translation`
         warnings.simplefilter("ignore", ConfigNotice)

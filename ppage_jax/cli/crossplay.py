@@ -12,21 +12,16 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 import sys
-from typing import Any
-
-import jax
-import jax.numpy as jnp
-import numpy as np
-from jax import lax
+from typing import TYPE_CHECKING, Any
 
 from ppage_jax.artifacts import prepare_output_dir, write_text
 from ppage_jax.cli.args import nonnegative_int, positive_int, seed_number
-from ppage_jax.config import ConfigError
-from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES, Policy
-from ppage_jax.train.kit.roles import ROLES, FrozenPolicy
-from ppage_jax.train.run.evaluate import BASELINE_LABELS
-from ppage_jax.train.run.experiment import frozen_policy, load_run_config
+from ppage_jax.defaults import ROLES
+
+if TYPE_CHECKING:
+    from ppage_jax.policies import Policy
 
 # Baselines every table holds, per role (names of ppage_jax.policies).
 BASELINES = {"predator": ("random", "chase"), "prey": ("random", "evade")}
@@ -84,7 +79,9 @@ def policy_options(
     """Per role: ``(name, FrozenPolicy or baseline name)`` for every run that trained the
     role, then the baselines. Names are the run directories (``#i`` added when repeated).
     Raises ValueError naming the run that cannot play here."""
-    from ppage_jax.train.run.experiment import make_train_config
+    from ppage_jax.config import ConfigError
+    from ppage_jax.train.run.evaluate import BASELINE_LABELS
+    from ppage_jax.train.run.experiment import frozen_policy, load_run_config, make_train_config
 
     options: dict[str, list[tuple[str, Any]]] = {role: [] for role in ROLES}
     for i, run_dir in enumerate(run_dirs):
@@ -108,12 +105,17 @@ def policy_options(
 
 
 def _not_a_run(run_dir: str):
+    from ppage_jax.config import ConfigError
+
     return lambda err: ConfigError(
         run_dir, "<run directory>", run_dir, f"must be written by ppage-jax run ({err})"
     )
 
 
 def _policy(env, params, role: str, what: Any) -> Policy:
+    from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
+    from ppage_jax.train.kit.roles import FrozenPolicy
+
     if isinstance(what, FrozenPolicy):
         return what.policy(env, params)
     table = PREDATOR_POLICIES if role == "predator" else PREY_POLICIES
@@ -125,6 +127,11 @@ def play_all(
 ) -> dict[tuple[int, int], dict]:
     """Every (predator option, prey option) pairing on the held-out block, through one
     compiled program (the pairing is a traced choice): ``{(i, j): per-episode arrays}``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
     from ppage_jax.episodes import episode_keys, play_episodes
 
     is_predator = jnp.asarray(env.is_predator)
@@ -176,8 +183,8 @@ def table_rows(options: dict, played: dict, env, horizon: int) -> list[dict]:
 
 
 def _turns(value: float, cap: int) -> str:
-    if not np.isfinite(value):
-        return f">{cap}" if np.isinf(value) else "n/a"
+    if not math.isfinite(value):
+        return f">{cap}" if math.isinf(value) else "n/a"
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
 
 
@@ -241,7 +248,9 @@ def to_text(rows: list[dict], cap: int) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ppage_jax.config import ConfigError
     from ppage_jax.env import make
+    from ppage_jax.train.run.experiment import load_run_config
 
     first = args.run_dirs[0]
     try:

@@ -11,7 +11,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppage_jax.artifacts import OutputError, prepare_output_dir, write_json, write_text
 from ppage_jax.cli.args import (
@@ -21,15 +21,12 @@ from ppage_jax.cli.args import (
     positive_int,
     seed_number,
 )
-from ppage_jax.config import Config, load_config, parse_override
-from ppage_jax.state import EnvParams
-from ppage_jax.tracking.status import status
-from ppage_jax.train import make_train_config
-from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.run import report
-from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
-from ppage_jax.train.run.evaluate import evaluate_episodes, rows_for, summarize_rows
-from ppage_jax.viz.run_figures import plot_capture_curves
+from ppage_jax.tracking.status import phase
+
+if TYPE_CHECKING:
+    from ppage_jax.config import Config
+    from ppage_jax.state import EnvParams
+    from ppage_jax.train.config import TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,20 +57,24 @@ def run_evaluation(
     ``run_dir/capture_curves.png``, print the tables (unless ``quiet``) and return
     summary.json's ``evaluation`` section: ``episodes``, ``seed``, ``max_steps`` and
     ``rows`` (``{row: summary}``, rows of :data:`ppage_jax.train.run.evaluate.ROWS`)."""
+    from ppage_jax.train.run import report
+    from ppage_jax.train.run.evaluate import evaluate_episodes, rows_for, summarize_rows
+    from ppage_jax.viz.run_figures import plot_capture_curves
+
     ev = config["experiment"]["eval"]
     cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
     which = rows_for(tc)
-    status(
+    with phase(
         f"evaluating: {len(which)} rows ({', '.join(which)}) x {ev['episodes']} held-out "
         f"episodes per trained seed, compiled then played",
         stderr=quiet,
-    )
-    played = evaluate_episodes(
-        tc, policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
-    )
-    status("summarising the evaluation: Kaplan-Meier curves and bootstrap CIs", stderr=quiet)
-    rows = summarize_rows(tc, played, which, cap)
-    curves = plot_capture_curves(run_dir, played, rows, cap)
+    ):
+        played = evaluate_episodes(
+            tc, policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
+        )
+    with phase("summarising the evaluation: Kaplan-Meier curves and bootstrap CIs", stderr=quiet):
+        rows = summarize_rows(tc, played, which, cap)
+        curves = plot_capture_curves(run_dir, played, rows, cap)
     if not quiet:
         num_seeds = next(iter(played.values()))["captured"].shape[0]
         print(
@@ -88,6 +89,11 @@ def run_evaluation(
 
 
 def main(args: argparse.Namespace) -> int:
+    from ppage_jax.config import load_config, parse_override
+    from ppage_jax.train import make_train_config
+    from ppage_jax.train.run import report
+    from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
+
     import_user_modules(args.imports)  # before the run's config names their terms
     run_dir = Path(args.run_dir)
     overrides = dict(parse_override(text) for text in args.overrides)
@@ -126,6 +132,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _evaluate(args, run_dir: Path, own: Config, config: Config, tc, policies, out_dir: Path) -> int:
     """Evaluate and write the results into ``out_dir`` (:func:`main` after its checks)."""
+    from ppage_jax.train.run import report
+
     if not args.json:
         print(f"{run_dir}: {tc.algorithm}")
     if out_dir != run_dir:

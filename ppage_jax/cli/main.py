@@ -1,5 +1,10 @@
 """`ppage-jax`: the command-line entry point. Each subcommand lives in its own module.
 
+Building the parser imports every subcommand module, so each keeps only argparse and light
+modules at its top level and imports JAX, the learners and the pictures inside its ``main``:
+``--help`` and usage errors load none of them, and a config error is reported before they
+load (tests/cli/test_cli_imports.py counts the modules).
+
 Exit status: 0 success; 1 training diverged or an I/O error during the work; 2 bad input
 (command line, config, output path, checkpoint), reported in one line before long work
 starts; 130 interrupted (Ctrl-C). A subcommand may add its own (``run --strict``: 3)."""
@@ -7,8 +12,12 @@ starts; 130 interrupted (Ctrl-C). A subcommand may add its own (``run --strict``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import importlib.abc
+import importlib.util
 import sys
+from collections.abc import Callable, Iterator
 
 from ppage_jax.cli.args import (
     EXIT_BAD_INPUT,
@@ -17,7 +26,6 @@ from ppage_jax.cli.args import (
     OneLineParser,
     UsageError,
 )
-from ppage_jax.config import ConfigError
 
 # subcommand -> module exposing `add_arguments(parser)` and `main(args) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -74,12 +82,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        if getattr(args, "compile_cache", False):
-            _start_compile_cache()
-        return int(args._module.main(args) or 0)
-    except ConfigError as err:
-        print(f"config error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        start = _compile_cache_start() if getattr(args, "compile_cache", False) else None
+        with _after_import("jax", start):  # the cache starts when JAX loads, if it does
+            return int(args._module.main(args) or 0)
     except OutputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -93,12 +98,26 @@ def main(argv: list[str] | None = None) -> int:
         where = f" {err.filename}" if err.filename else ""
         print(f"error: I/O error{where}: {err.strerror or err}", file=sys.stderr)
         return EXIT_IO
+    except ValueError as err:
+        if not _is_config_error(err):
+            raise
+        print(f"config error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
-def _start_compile_cache() -> None:
-    """The persistent compile cache where PPAGE_JAX_COMPILE_CACHE says (default: on). A cache
-    the user gave JAX itself (JAX_COMPILATION_CACHE_DIR) is left as it is unless
-    PPAGE_JAX_COMPILE_CACHE is set too."""
+def _is_config_error(err: BaseException) -> bool:
+    """``err`` is a :class:`ppage_jax.config.ConfigError`: told without importing the config
+    package (and NumPy with it) when nothing has loaded it, for then nothing raised one."""
+    fields = sys.modules.get("ppage_jax.config.fields")
+    return fields is not None and isinstance(err, fields.ConfigError)
+
+
+def _compile_cache_start() -> Callable[[], object] | None:
+    """What turns the persistent compile cache on where PPAGE_JAX_COMPILE_CACHE says
+    (default: on), or None. A bad setting is a :class:`UsageError` now; the cache itself is
+    turned on when JAX loads (:func:`_after_import`), so a command that stops at bad input
+    loads no JAX and touches no cache directory. A cache the user gave JAX itself
+    (JAX_COMPILATION_CACHE_DIR) is left as it is unless PPAGE_JAX_COMPILE_CACHE is set too."""
     import os
 
     from ppage_jax.compilation.cache import (
@@ -109,13 +128,59 @@ def _start_compile_cache() -> None:
     )
 
     if ENV_VAR not in os.environ and os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        return
+        return None
     try:
         where = cache_setting()
     except CacheSettingError as err:
         raise UsageError(str(err)) from None
-    if where is not None:
-        enable_compile_cache(where)
+    if where is None:
+        return None
+    return lambda: enable_compile_cache(where)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``callback`` right after the module ``name`` has been executed (the first
+    import of it in this process), then leaves ``sys.meta_path``."""
+
+    def __init__(self, name: str, callback: Callable[[], object]) -> None:
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is None:
+            return spec
+        execute = loader.exec_module
+
+        def exec_module(module) -> None:
+            execute(module)
+            self.callback()
+
+        loader.exec_module = exec_module  # this module's own loader instance
+        return spec
+
+
+@contextlib.contextmanager
+def _after_import(name: str, callback: Callable[[], object] | None) -> Iterator[None]:
+    """Within the block, ``callback()`` runs once the module ``name`` is imported (at once if
+    it already is); nothing runs if the block never imports it. None: nothing to run."""
+    if callback is None:
+        yield
+        return
+    if name in sys.modules:
+        callback()
+        yield
+        return
+    hook = _AfterImport(name, callback)
+    sys.meta_path.insert(0, hook)
+    try:
+        yield
+    finally:
+        if hook in sys.meta_path:
+            sys.meta_path.remove(hook)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-import jax
-
 from ppage_jax.artifacts import check_output_file, prepare_output_dir
 from ppage_jax.cli.args import (
     add_config_arguments,
@@ -23,9 +21,6 @@ from ppage_jax.cli.args import (
     positive_int,
     seed_number,
 )
-from ppage_jax.env import make
-from ppage_jax.viz.frames import DEFAULT_CELL_PX, render_episode, write_gif
-from ppage_jax.viz.inspector import write_episode_html
 
 # A GIF stores each frame's time in hundredths of a second (at most 655.35 s; the last
 # frame is held 5 times as long); pixels per cell and a frame's side are capped so that a
@@ -33,6 +28,9 @@ from ppage_jax.viz.inspector import write_episode_html
 MIN_FPS, MAX_FPS = 0.01, 100.0
 MAX_CELL_PX = 256
 MAX_FRAME_PX = 4096
+# ppage_jax.viz.frames's DEFAULT_CELL_PX, written here so that the parser loads no JAX
+# (tests/cli/test_cli_imports.py checks that the two agree).
+DEFAULT_CELL_PX = 32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +100,12 @@ def main(args: argparse.Namespace) -> int:
     if args.policy != "greedy" and args.run is None:
         print(f"ppage-jax render: --policy {args.policy} needs --run RUN_DIR", file=sys.stderr)
         return 2
+    import jax
+
+    from ppage_jax.env import make
+    from ppage_jax.viz.frames import render_episode, write_gif
+    from ppage_jax.viz.inspector import write_episode_html
+
     env = make(config)
     policy, source = None, "random actions"
     if args.run is not None:

@@ -18,13 +18,11 @@ device count) and process 0 alone writes the run directory and evaluates (docs/s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
-
-import jax
-import numpy as np
-from tqdm import tqdm
+from typing import TYPE_CHECKING
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import (
@@ -43,28 +41,20 @@ from ppage_jax.cli.args import (
     import_user_modules,
     load_cli_config,
 )
-from ppage_jax.cli.evaluate import run_evaluation
 from ppage_jax.compilation.times import CompileTimes
-from ppage_jax.config import Config, ConfigError, load_config
 from ppage_jax.defaults import VERSION
-from ppage_jax.stats.survival import number_text
 from ppage_jax.tracking.loggers import add_logger_argument
-from ppage_jax.tracking.status import status
-from ppage_jax.tracking.training import TrainingRecorder
-from ppage_jax.train import make_train_config
-from ppage_jax.train.run import report
-from ppage_jax.train.run.checkpoint import CheckpointError, TrainingCheckpoints, save_checkpoint
-from ppage_jax.train.run.curriculum import config_curriculum
-from ppage_jax.train.run.divergence import DivergenceError
+from ppage_jax.tracking.status import phase, refreshing
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
-from ppage_jax.train.run.monitor import monitor_table
-from ppage_jax.train.run.policy import trained_policy
-from ppage_jax.train.run.runner import run_training
-from ppage_jax.viz.inspector import write_run_html
-from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
-from ppage_jax.viz.run_gif import GIF_FILE, write_run_gif
+
+if TYPE_CHECKING:
+    from ppage_jax.config import Config
+    from ppage_jax.train.run.divergence import DivergenceError
 
 MULTI_PROCESS = True
+# The training bar: tqdm's own rate left out (its first update includes the compile), the
+# postfix carries the throughput since the first chunk (on_chunk).
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,13 +92,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool, DirectoryLock]:
     """``(run_dir, config, resuming, lock)``: a new run directory (refused when it holds a
     run, unless --overwrite) or the one to resume, locked for this process (a second writer
-    is refused, naming this one's PID); :class:`OutputError` (one line) otherwise."""
+    is refused, naming this one's PID); :class:`OutputError` (one line) otherwise. A new
+    run's config is read and checked before JAX and the learners load."""
     if args.resume is None:
         if args.config is None:
             raise OutputError("give CONFIG_DIR to start a run, or --resume RUN_DIR to continue one")
         config = load_cli_config(args)
+        from ppage_jax.train.run import report
+
         run_dir, lock = report.prepare_run_dir(config, args.out, args.overwrite)
         return run_dir, config, False, lock
+    from ppage_jax.config import load_config
+    from ppage_jax.train.run import report
+
     given = [
         flag
         for flag, value in (
@@ -147,6 +143,9 @@ def open_shared_run(args: argparse.Namespace) -> tuple[Path, Config, bool, Direc
     the same config) or its refusal."""
     if not distributed.is_initialized():  # one process
         return open_run(args)
+    from ppage_jax.config import ConfigError, load_config
+    from ppage_jax.train.run import report
+
     opened, found, error = None, None, None
     if distributed.is_writer():
         try:
@@ -184,6 +183,18 @@ def train_and_report(
     args: argparse.Namespace, run_dir: Path, config: Config, resuming: bool
 ) -> int:
     """Train (or resume) the run in ``run_dir``, evaluate it and write its artifacts."""
+    import jax
+    import numpy as np
+    from tqdm import tqdm
+
+    from ppage_jax.tracking.training import TrainingRecorder
+    from ppage_jax.train import make_train_config
+    from ppage_jax.train.run import report
+    from ppage_jax.train.run.checkpoint import CheckpointError, TrainingCheckpoints
+    from ppage_jax.train.run.curriculum import config_curriculum
+    from ppage_jax.train.run.divergence import DivergenceError
+    from ppage_jax.train.run.runner import run_training
+
     lead = distributed.is_writer()
     tc = make_train_config(config)
     env, exp = tc.env, config["experiment"]
@@ -224,9 +235,13 @@ def train_and_report(
     )
     # the loggers and the monitor's start (its untrained run) before training is announced:
     # from that line on, Ctrl-C stops after the current chunk
-    if lead and exp["monitor"]["enabled"]:
-        status("the reward-hacking monitor's start: random actions on held-out layouts")
-    recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
+    starting = (
+        phase("the reward-hacking monitor's start: random actions on held-out layouts")
+        if lead and exp["monitor"]["enabled"]
+        else contextlib.nullcontext()
+    )
+    with starting:
+        recorder = TrainingRecorder(tc, config, params, run_dir, args.logger if lead else ())
     roles = ", ".join(f"{r}s: {p}" for r, p in zip(("predator", "prey"), tc.roles, strict=True))
     say(
         f"training {tc.algorithm} ({roles}): "
@@ -244,6 +259,7 @@ def train_and_report(
         desc="compiling",
         dynamic_ncols=True,
         initial=done_before,
+        bar_format=BAR_FORMAT,  # one throughput figure: on_chunk's, compile excluded
     )
     last = {"steps": done_before, "start": None, "start_steps": done_before}
 
@@ -263,23 +279,24 @@ def train_and_report(
         active = np.asarray(metrics["active"])
         capture = np.asarray(metrics["capture_rate"])[active]
         length = np.asarray(metrics["episode_length"])[active]
-        text = f"{rate:,.0f} env-steps/s" if np.isfinite(rate) else ""
+        parts = [f"{rate:,.0f} env-steps/s"] if np.isfinite(rate) else []
         if capture.size:
-            text += f", capture {np.nanmean(capture):.2f}, ep len {np.nanmean(length):.1f}"
-        bar.set_postfix_str(text)
+            parts += [f"capture {np.nanmean(capture):.2f}", f"ep len {np.nanmean(length):.1f}"]
+        bar.set_postfix_str(", ".join(parts))
 
     with StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop:
         try:
-            result = run_training(
-                tc,
-                params,
-                exp["seed"],
-                exp["num_seeds"],
-                on_chunk,
-                curriculum=config_curriculum(config),
-                checkpoints=checkpoints,
-                should_stop=stop,
-            )
+            with refreshing(bar):  # the elapsed time moves while a compile or a chunk runs
+                result = run_training(
+                    tc,
+                    params,
+                    exp["seed"],
+                    exp["num_seeds"],
+                    on_chunk,
+                    curriculum=config_curriculum(config),
+                    checkpoints=checkpoints,
+                    should_stop=stop,
+                )
         except CheckpointError as err:
             bar.close()
             say(f"error: {err}", file=sys.stderr)
@@ -309,6 +326,8 @@ def train_and_report(
 
 def diverged(err: DivergenceError, tc, run_dir: Path, recorder, resume_command: str) -> int:
     """Report a diverged run: the error, metrics.csv up to it, the last good checkpoint."""
+    from ppage_jax.train.run import report
+
     recorder.close()
     if err.metrics:
         report.write_metrics(run_dir, recorder.final_rows(err.metrics))
@@ -334,6 +353,8 @@ def diverged(err: DivergenceError, tc, run_dir: Path, recorder, resume_command: 
 def picture_label(algorithm: str, row: dict) -> str:
     """The caption of episode.gif and episode.html: who plays, and the headline row's RMST
     (``row`` is the evaluation's ``trained`` row)."""
+    from ppage_jax.stats.survival import number_text
+
     return (
         f"{algorithm}: {row['predators']} predators vs {row['prey']} prey, seed 0; "
         f"evaluation row 'trained': RMST {number_text(row['rmst'])} turns"
@@ -351,6 +372,18 @@ def finish(
     resume_command: str,
 ) -> int:
     """Evaluate the trained policy and write the run's artifacts (summary.json last)."""
+    import jax
+    import numpy as np
+
+    from ppage_jax.cli.evaluate import run_evaluation
+    from ppage_jax.train.run import report
+    from ppage_jax.train.run.checkpoint import save_checkpoint
+    from ppage_jax.train.run.monitor import monitor_table
+    from ppage_jax.train.run.policy import trained_policy
+    from ppage_jax.viz.inspector import write_run_html
+    from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
+    from ppage_jax.viz.run_gif import GIF_FILE, write_run_gif
+
     exp = config["experiment"]
     params = tc.env.default_params
 
@@ -386,19 +419,19 @@ def finish(
     if interrupted():
         return EXIT_INTERRUPTED
     # the figures are drawn from what the run saved: metrics.csv and the evaluation
-    status("drawing learning_curves.png, episode.gif and episode.html")
-    plot_learning_curves(
-        run_dir,
-        read_metrics(run_dir / report.METRICS_FILE),
-        tc.algorithm,
-        evaluation["rows"].get("random"),
-    )
-    # The pictures show the policy of the headline row ("trained": sampled for a stochastic
-    # learner), seed 0, labelled with that row's RMST.
-    policy = trained_policy(tc, result.policies, params, mode="sampled")
-    label = picture_label(tc.algorithm, evaluation["rows"]["trained"])
-    write_run_gif(run_dir, tc.env, policy, params, seed=ev["seed"], caption=label)
-    write_run_html(run_dir, tc.env, policy, params, seed=ev["seed"], label=label)
+    with phase("drawing learning_curves.png, episode.gif and episode.html"):
+        plot_learning_curves(
+            run_dir,
+            read_metrics(run_dir / report.METRICS_FILE),
+            tc.algorithm,
+            evaluation["rows"].get("random"),
+        )
+        # The pictures show the policy of the headline row ("trained": sampled for a
+        # stochastic learner), seed 0, labelled with that row's RMST.
+        policy = trained_policy(tc, result.policies, params, mode="sampled")
+        label = picture_label(tc.algorithm, evaluation["rows"]["trained"])
+        write_run_gif(run_dir, tc.env, policy, params, seed=ev["seed"], caption=label)
+        write_run_html(run_dir, tc.env, policy, params, seed=ev["seed"], label=label)
     if interrupted():
         return EXIT_INTERRUPTED
     report.write_summary(

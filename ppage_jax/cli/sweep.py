@@ -20,10 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ppage_jax import distributed
-from ppage_jax.analysis.sweep.program import MEMORY_BUDGET_ENV, memory_budget, parse_bytes
-from ppage_jax.analysis.sweep.run import LAYOUTS, run_sweep
-from ppage_jax.analysis.sweep.spec import ScenarioSweep, default_sweep_file, load_sweep
-from ppage_jax.analysis.sweep.writer import read_manifest
 from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
 from ppage_jax.cli.args import (
     EXIT_BAD_INPUT,
@@ -33,15 +29,21 @@ from ppage_jax.cli.args import (
     import_user_modules,
     positive_int,
 )
-from ppage_jax.config import parse_override
 from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 MULTI_PROCESS = True
+# ppage_jax.analysis.sweep's MEMORY_BUDGET_ENV (program) and LAYOUTS (run), written here so
+# that the parser loads no JAX (tests/cli/test_cli_imports.py checks that they agree).
+MEMORY_BUDGET_ENV = "PPAGE_JAX_MEMORY_BUDGET"
+LAYOUTS = ("vmap", "sequential")
 
 
 def byte_count(text: str) -> int:
-    """argparse type: a byte count such as 512M (see ``program.parse_bytes``)."""
+    """argparse type: a byte count such as 512M (see ``program.parse_bytes``; read when the
+    flag is given)."""
+    from ppage_jax.analysis.sweep.program import parse_bytes
+
     try:
         return parse_bytes(text)
     except ValueError as err:
@@ -121,6 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _source(args: argparse.Namespace) -> dict:
     """The sweep file, overrides and arms of this command line (recorded for --resume)."""
+    from ppage_jax.analysis.sweep.spec import default_sweep_file
+    from ppage_jax.config import parse_override
+
     overrides: dict = {}
     if args.overrides:
         overrides["set"] = dict(parse_override(text) for text in args.overrides)
@@ -159,6 +164,8 @@ def _resumed_source(args: argparse.Namespace) -> dict:
         raise OutputError(
             f"--resume continues the sweep recorded in {args.resume}; drop {', '.join(given)}"
         )
+    from ppage_jax.analysis.sweep.writer import read_manifest
+
     source = read_manifest(args.resume).get("source")
     if not isinstance(source, dict):
         raise OutputError(
@@ -212,6 +219,10 @@ def main(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     distributed.initialize_from_args(args)  # before any JAX work
+    from ppage_jax.analysis.sweep.program import memory_budget
+    from ppage_jax.analysis.sweep.run import run_sweep
+    from ppage_jax.analysis.sweep.spec import ScenarioSweep, load_sweep
+
     try:
         memory_budget(args.memory_budget)  # a bad PPAGE_JAX_MEMORY_BUDGET fails now
     except ValueError as err:

@@ -4,6 +4,7 @@ beyond its own key, announced with :func:`~ppage_jax.config.fields.notice`."""
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
@@ -11,6 +12,7 @@ from typing import Any, NoReturn
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config.fields import ConfigError, float32_problem, notice, short_repr
 from ppage_jax.config.schema import full_schema, validators
+from ppage_jax.defaults import REGISTRY_MODULES
 
 DEFAULTS_SOURCE = "package defaults"
 OVERRIDE_PREFIX = "override "
@@ -85,9 +87,19 @@ def implied_changes(data: dict, sources: dict, observation_type: str) -> None:
         del sources["env.obstacle_percentage"]
 
 
+def load_registries() -> None:
+    """Register the shipped reward terms, potentials and observation builders
+    (``REGISTRY_MODULES``): a config's terms and builders are checked against their
+    registries. It loads JAX's core (the terms are JAX functions), not the learners, the
+    pictures or the checkpoints; a repeated call costs nothing."""
+    for module in REGISTRY_MODULES:
+        importlib.import_module(module)
+
+
 def validate(data: dict, sources: Mapping[str, str]) -> None:
     """Check the merged ``data`` (coercing leaves in place, filling derived values); the
     first problem raises a :class:`ConfigError` naming the source of its key."""
+    load_registries()
 
     def fail(key: str, value: Any, allowed: str) -> NoReturn:
         raise ConfigError(source_of(sources, key), key, value, allowed)

@@ -88,3 +88,28 @@ def test_the_probe_recognises_forbidden_modules():
     assert not _forbidden("ppage_jax.trainer_like")  # only whole package names count
     assert not _forbidden("ppage_jax")
     assert not _forbidden("jax")
+
+
+CHECKS_FIRST = """
+from ppage_jax.config import ConfigError, load_config
+for overrides in ({"rewards.shaping": [{"name": "nosuch"}]},
+                  {"rewards.shaping": [{"name": "survival", "weight": "x"}]}):
+    try:
+        load_config("configs/default", overrides)
+    except ConfigError as err:
+        print("refused:", str(err).splitlines()[0][:120])
+    else:
+        print("accepted")
+"""
+
+
+def test_a_config_is_checked_against_the_term_registry_in_a_fresh_interpreter():
+    # the registries are filled on first use (the package init imports nothing): loading a
+    # config before any env or term was touched must still check its terms and weights
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run(
+        [sys.executable, "-c", CHECKS_FIRST], capture_output=True, text=True, cwd=root, check=True
+    ).stdout.splitlines()
+    assert len(out) == 2
+    assert out[0].startswith("refused:") and "unknown reward term" in out[0]
+    assert out[1].startswith("refused:") and "weight" in out[1]
