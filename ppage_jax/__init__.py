@@ -12,7 +12,18 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from ppage_jax import defaults as _defaults
 from ppage_jax.defaults import VERSION as __version__  # noqa: F401  (the release)
+
+
+def _register_shipped() -> None:
+    """The shipped reward terms, potentials and observation builders (imported on the first
+    config check: see ``ppage_jax.config.validation.load_registries``)."""
+    import ppage_jax.observations  # noqa: F401
+    import ppage_jax.rewards  # noqa: F401
+
+
+_defaults.REGISTRY_LOADERS.append(_register_shipped)
 
 # Public names: name -> module that defines it (imported on first access).
 _LAZY: dict[str, str] = {

@@ -7,6 +7,7 @@ unlimited. The ``experiment`` section's defaults live with its schema in
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 VERSION = "0.1.0"
 
@@ -15,10 +16,10 @@ ROLES = ("predator", "prey")
 
 SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
 
-# The modules whose import registers the shipped reward terms, potentials and observation
-# builders (and their config checks). Checking a config imports them first, by name: the
-# config layer validates against the registries without depending on the layers above it.
-REGISTRY_MODULES = ("ppage_jax.rewards", "ppage_jax.observations")
+# Called before a config is checked, each registers reward terms, potentials or observation
+# builders with their config checks. The package's __init__ adds the shipped ones, so the
+# config layer checks against the registries without importing the layers above it.
+REGISTRY_LOADERS: list[Callable[[], object]] = []
 
 _DEFAULTS: dict = {
     "env": {

@@ -15,9 +15,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ppage_jax.analysis.search.run import search_rewards
-from ppage_jax.analysis.search.spec import load_search
-from ppage_jax.analysis.search.strategies import STRATEGIES, require_evosax
 from ppage_jax.artifacts import DirectoryLock, prepare_output_dir
 from ppage_jax.cli.args import (
     UsageError,
@@ -27,6 +24,18 @@ from ppage_jax.cli.args import (
 )
 from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
+
+
+def strategy_name(text: str) -> str:
+    """argparse type of ``--strategy``: a name of the strategy registry, read when the flag
+    is given (building the parser loads no JAX)."""
+    from ppage_jax.analysis.search.strategies import STRATEGIES
+
+    if text not in STRATEGIES:
+        raise argparse.ArgumentTypeError(
+            f"unknown strategy {text!r}; choose one of {list(STRATEGIES)}"
+        )
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +49,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strategy",
         default=None,
-        choices=list(STRATEGIES),
-        help="replace the file's strategy (e.g. random, for the baseline at the same budget)",
+        type=strategy_name,
+        metavar="NAME",
+        help="replace the file's strategy (docs/search.md lists them; e.g. random, for the "
+        "baseline at the same budget)",
+    )
+    parser.add_argument(
+        "--setting",
+        default=None,
+        metavar="NAME",
+        help="a setting of the file's search.settings (default: the first declared), e.g. "
+        "small (a 2-core CPU) or full (an accelerator)",
+    )
+    parser.add_argument(
+        "--searches",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run N independent searches of each strategy (--strategy, --strategies or the "
+        "file's compare.strategies) into OUT/<strategy>/search_<k>, re-evaluate the "
+        "references once and compare the strategies (OUT/comparison.md)",
+    )
+    parser.add_argument(
+        "--strategies",
+        default=None,
+        metavar="LIST",
+        help="comma-separated strategies for --searches (default: the file's compare)",
     )
     parser.add_argument(
         "--no-constraint",
@@ -64,6 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ppage_jax.analysis.search.strategies import require_evosax
+
     try:  # the extra is checked before anything is read or written
         require_evosax()
     except ImportError as err:
@@ -79,7 +114,12 @@ def main(args: argparse.Namespace) -> int:
         print("ppage-jax search: pass --resume or --overwrite, not both", file=sys.stderr)
         return 2
     import_user_modules(args.imports)
-    spec = load_search(args.search, overrides)
+    from ppage_jax.analysis.search.run import search_rewards
+    from ppage_jax.analysis.search.spec import load_search
+
+    if args.searches is not None or args.strategies is not None:
+        return repeated(args, overrides)
+    spec = load_search(args.search, overrides, args.setting)
     print(
         f"search {spec.path}: {spec.strategy}, {spec.population} candidates x {spec.seeds} "
         f"seeds x {spec.generations} generations over {[d.key for d in spec.dims]}; "
@@ -112,4 +152,39 @@ def main(args: argparse.Namespace) -> int:
         f"report.md, rewards.yaml"
     )
     print(Path(summary["report"]).read_text())
+    return 0
+
+
+def repeated(args: argparse.Namespace, overrides: dict) -> int:
+    """``--searches``: every strategy's searches, the references once, the comparison."""
+    from ppage_jax.analysis.search.repeat import run_searches
+    from ppage_jax.analysis.search.spec import load_search
+    from ppage_jax.analysis.search.strategies import STRATEGIES
+
+    if args.no_constraint:
+        raise UsageError("--no-constraint applies to one search; set it in the file for --searches")
+    if args.searches is not None and args.searches < 1:
+        raise UsageError(f"--searches must be at least 1, got {args.searches}")
+    strategies = None
+    if args.strategies is not None:
+        strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+        unknown = [s for s in strategies if s not in STRATEGIES]
+        if unknown or not strategies:
+            raise UsageError(f"--strategies: unknown {unknown}; choose from {list(STRATEGIES)}")
+    elif args.strategy is not None:
+        strategies = [args.strategy]
+    base = load_search(args.search, None, args.setting)
+    out = prepare_output_dir(overrides.get("output_dir") or base.output_dir, "search directory")
+    with DirectoryLock(out, "search directory"):
+        summary = run_searches(
+            args.search,
+            out,
+            strategies=strategies,
+            searches=args.searches,
+            setting=args.setting,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
+    print(summary["comparison"])
     return 0

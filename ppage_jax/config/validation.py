@@ -4,7 +4,6 @@ beyond its own key, announced with :func:`~ppage_jax.config.fields.notice`."""
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
@@ -12,7 +11,7 @@ from typing import Any, NoReturn
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config.fields import ConfigError, float32_problem, notice, short_repr
 from ppage_jax.config.schema import full_schema, validators
-from ppage_jax.defaults import REGISTRY_MODULES
+from ppage_jax.defaults import REGISTRY_LOADERS
 
 DEFAULTS_SOURCE = "package defaults"
 OVERRIDE_PREFIX = "override "
@@ -89,11 +88,11 @@ def implied_changes(data: dict, sources: dict, observation_type: str) -> None:
 
 def load_registries() -> None:
     """Register the shipped reward terms, potentials and observation builders
-    (``REGISTRY_MODULES``): a config's terms and builders are checked against their
+    (``REGISTRY_LOADERS``): a config's terms and builders are checked against their
     registries. It loads JAX's core (the terms are JAX functions), not the learners, the
     pictures or the checkpoints; a repeated call costs nothing."""
-    for module in REGISTRY_MODULES:
-        importlib.import_module(module)
+    for load in REGISTRY_LOADERS:
+        load()
 
 
 def validate(data: dict, sources: Mapping[str, str]) -> None:

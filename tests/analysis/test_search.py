@@ -18,7 +18,7 @@ from ppage_jax.analysis.search.constraint import judge, selection_order
 from ppage_jax.analysis.search.run import search_rewards
 from ppage_jax.analysis.search.space import Dimension
 from ppage_jax.analysis.search.spec import Constraint, load_search
-from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
+from ppage_jax.analysis.search.strategies import STRATEGIES, Strategy, rank_fitness
 from ppage_jax.analysis.sweep.trainers import trainer_functions
 from ppage_jax.artifacts import OutputError
 from ppage_jax.cli.main import main as cli_main
@@ -61,13 +61,67 @@ def test_the_strategy_wrapper_reaches_a_quadratics_optimum(name):
     np.testing.assert_allclose(strategy.mean(), target, atol=0.02)
 
 
-def test_random_search_samples_the_unit_cube_and_replays_exactly():
-    a = Strategy("random", population=64, dims=2, seed=3)
-    b = Strategy("random", population=64, dims=2, seed=3)
+def test_random_search_samples_the_start_distribution_and_replays_exactly():
+    a = Strategy("random", population=64, dims=2, seed=3, std=0.2)
+    b = Strategy("random", population=64, dims=2, seed=3, std=0.2)
     pop = a.ask()
-    assert pop.shape == (64, 2) and pop.min() >= 0.0 and pop.max() <= 1.0
+    assert pop.shape == (64, 2)
     np.testing.assert_array_equal(pop, b.ask())
     assert a.mean() is None
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_every_strategy_starts_from_the_same_distribution(name):
+    """CMA-ES, SNES, random search and PBT's first population: the same normal, mean
+    ``start`` and standard deviation ``std`` in every unit coordinate."""
+    from scipy import stats
+
+    start, std, n = np.array([0.5, 0.2, 0.7]), 0.2, 4000
+    pop = Strategy(name, population=n, dims=3, seed=1, start=start.tolist(), std=std).ask()
+    assert pop.shape == (n, 3)
+    np.testing.assert_allclose(pop.mean(axis=0), start, atol=4 * std / math.sqrt(n))
+    np.testing.assert_allclose(pop.std(axis=0), std, rtol=0.05)
+    for k in range(3):  # the whole marginal, not only its first two moments
+        assert stats.kstest(pop[:, k], "norm", args=(start[k], std)).pvalue > 1e-3
+    assert abs(np.corrcoef(pop.T)[0, 1]) < 0.1  # independent coordinates
+
+
+def test_the_start_is_the_centre_the_design_or_a_declared_prior(tmp_path):
+    path = write_search(tmp_path / "s.yaml", strategy={"name": "cma_es", "std": 0.3})
+    centre = load_search(path)
+    assert centre.start == (0.5, 0.5) and centre.start_from == "centre"
+    design = load_search(path, {"start": "design"})
+    assert design.start == tuple(d.unit(d.current(design.design)) for d in design.dims)
+    prior = load_search(path, {"start": {"params.base.step_cost": 1.0}})
+    assert prior.start == (0.5, pytest.approx(0.5)) and prior.start_from == "prior"
+    prior = load_search(path, {"start": {"weights.predator_distance": 0.25}})
+    assert prior.start == (0.25, 0.5)
+    # another strategy from the command line keeps the file's step size: an equal start
+    random = load_search(path, {"strategy": "random"})
+    assert (random.strategy, random.std, random.start) == ("random", 0.3, (0.5, 0.5))
+    with pytest.raises(ConfigError, match=r"search.start.weights.predator_distance = 2: must lie"):
+        load_search(path, {"start": {"weights.predator_distance": 2}})
+
+
+def test_a_winner_near_a_bound_is_named():
+    from ppage_jax.analysis.search.space import bound_lines, near_bounds
+
+    dims = [
+        Dimension("weights.x", "weights", "x", None, 0.0, 1.0),
+        Dimension("params.base.step_cost", "params", "base", "step_cost", 0.01, 1.0, "log"),
+        Dimension("weights.y", "weights", "y", None, 0.0, 2.0),
+    ]
+    # x at 0.97 (within 5 % of the top), step_cost at 0.012 (within 5 % of the log box of the
+    # bottom), y in the middle
+    assert near_bounds(dims, [0.97, 0.012, 1.0]) == [
+        ("weights.x", "high", 1.0, 0.97),
+        ("params.base.step_cost", "low", 0.01, 0.012),
+    ]
+    assert near_bounds(dims, [0.94, 0.02, 0.05]) == [("weights.y", "low", 0.0, 0.05)]
+    assert bound_lines(dims, [1.0, 0.1, 1.0]) == [
+        "`weights.x` = 1 lies within 5% of the box's width of its high bound (1): the bound "
+        "may be the answer; widen it and search again."
+    ]
 
 
 def test_unit_coordinates_map_to_the_bounds_linearly_or_logarithmically():
@@ -116,6 +170,77 @@ def test_infeasible_candidates_rank_after_every_feasible_one():
     stalls = judge({0: run(9, False)}, "rmst", -1, audited, audit_flags=["dead_term", "stalling"])
     assert not stalls.feasible and stalls.reason == "the reward audit flagged stalling"
     assert judge({0: run(9, False)}, "rmst", -1, on, audit_flags=["stalling"]).feasible
+
+
+# --------------------------------------------------------------------------- stall margin
+def test_the_stall_margin_constraint_on_three_concrete_designs():
+    from ppage_jax.analysis.audit.margin import stall_margins
+    from ppage_jax.analysis.search.constraint import margin_reason
+    from ppage_jax.analysis.search.space import candidate_arm
+
+    spec = load_search(
+        REPO / "configs/studies/reward_design/search.yaml", {"constraint": {"stall_margin": 0}}
+    )
+    assert spec.constraint.stall_margin == 0.0
+    env = pj.make(spec.config)
+
+    def reason(values: list[float]) -> tuple[float, str]:
+        arm = candidate_arm(spec.design, spec.dims, values, "x")
+        margins = stall_margins(env, spec.sweep((arm,)).arm_params(env)[0])
+        return margins["predator"]["margin"], margin_reason(margins, spec.constraint.stall_margin)
+
+    # keys: predator_closeness, potential_distance, predator_cohesion, base.step_cost
+    hybrid = reason([0.05, 0.0, 0.0, 0.1])  # closeness 0.05 against a cost of 0.1: kept
+    assert hybrid == (pytest.approx(-0.05), "")
+    potential = reason([0.0, 1.0, 0.0, 0.1])  # potential-based terms are not direct: kept
+    assert potential == (pytest.approx(-0.1), "")
+    farmed = reason([0.05, 0.0, 1.0, 0.1])  # the pack bonus pays 1 a sub-step: refused
+    assert farmed[0] == pytest.approx(0.95)
+    assert farmed[1] == (
+        "stall margin +0.95 > +0: a sub-step without a capture can pay predators 1.05 "
+        "(predator_closeness up to 0.05, predator_cohesion up to 1) against a cost of 0.1 "
+        "(not trained)"
+    )
+    # the limit is the file's: a looser one keeps the farmable design
+    assert margin_reason({"predator": {"margin": 0.95}}, 1.0) == ""
+    assert margin_reason({"predator": {"margin": 0.95}}, None) == ""
+
+
+def test_candidates_that_break_the_stall_margin_are_not_trained(tmp_path):
+    """Predators paid for distance at a negative weight are paid to keep the prey far: the
+    constraint refuses those candidates before training; they rank last with the reason."""
+    space = {"weights.predator_distance": {"low": -4.0, "high": 1.0}}
+    spec = load_search(
+        write_search(
+            tmp_path / "s.yaml",
+            space=space,
+            strategy="random",
+            generations=1,
+            seeds=1,
+            constraint={"stall_margin": 0},
+        )
+    )
+    logs: list[str] = []
+    summary = search_rewards(spec, tmp_path / "out", progress=False, log=logs.append)
+    cands = summary["candidates"]
+    refused = [c for c in cands if not c.get("trained", True)]
+    kept = [c for c in cands if c.get("trained", True)]
+    assert refused and kept  # the seed gives both kinds
+    for c in refused:
+        assert c["values"][0] < 0 and c["seeds"] == [] and not c["feasible"]
+        assert c["reason"].startswith("stall margin +") and c["stall_margin"] > 0
+        assert c["reason"].endswith("(not trained)")
+        assert any(line.endswith(c["reason"]) and c["name"] in line for line in logs)
+    for c in kept:
+        assert c["stall_margin"] <= 0 and c["seeds"] == [0] and math.isfinite(c["metric"])
+    assert summary["compile_calls"] == 1  # the padded generation reuses the program
+    assert summary["best"]["name"] in {c["name"] for c in kept}
+    with open(tmp_path / "out" / "search.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["candidate"] for r in rows if r["seed"] == ""} == {c["name"] for c in refused}
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "is not trained: it is recorded and ranks last" in report
+    assert all(c["reason"] in report for c in refused)
 
 
 # --------------------------------------------------------------------------- search files
@@ -177,6 +302,14 @@ def test_infeasible_candidates_rank_after_every_feasible_one():
             {"space": {"params.base.step_cost": {"low": 1e-50, "high": 1.0, "scale": "log"}}},
             "search.space.params.base.step_cost.low",
             "outside the range of a param of base: a non-zero number must be at least 1.175e-38",
+        ),
+        (
+            {
+                "space": {"params.base.step_cost": {"low": 0.1, "high": 1.0}},
+                "constraint": {"stall_margin": 0},
+            },
+            "search.constraint.stall_margin",
+            "the space searches no direct term",
         ),
         (
             {"generations": 10**12},
@@ -270,6 +403,25 @@ def test_the_shipped_search_file_is_valid():
     assert [d.current(spec.design) for d in spec.dims] == [0.05, 0.0, 0.0, 0.1]
     assert spec.strategy == "cma_es" and spec.metric == "rmst" and spec.constraint.monitor
     assert load_search(spec.path, {"strategy": "random"}).strategy == "random"
+    # the study's learner at the study's full budget (hybrid/), from the box's centre
+    study = pj.load_config(REPO / "configs/studies/reward_design/hybrid")["experiment"]
+    assert spec.config["experiment"]["total_timesteps"] == study["total_timesteps"] == 393216
+    assert spec.config["experiment"]["algorithm"] == study["algorithm"]
+    assert spec.start == (0.5,) * 4 and spec.std == 0.3
+    # small (2-core CPU) and full (accelerator) settings, every strategy at 24 / 512 runs
+    assert spec.setting == "small" and spec.runs == 24
+    assert spec.reevaluate.seeds >= 8 and spec.reevaluate.episodes >= 512
+    assert spec.compare is not None and spec.compare.reference == "hybrid"
+    assert spec.compare.searches >= 3
+    assert {"cma_es", "random", "pbt"} <= set(spec.compare.strategies)
+    assert load_search(spec.path, {"strategy": "pbt"}).runs == 24
+    full = load_search(spec.path, None, "full")
+    assert (full.setting, full.runs, load_search(spec.path, {"strategy": "pbt"}, "full").runs) == (
+        "full",
+        512,
+        512,
+    )
+    assert full.compare is not None and "snes" in full.compare.strategies
 
 
 def test_a_searched_hyperparameter_becomes_each_candidates_traced_value(tmp_path):

@@ -11,16 +11,20 @@ writes ``compare.png`` (best feasible score against generation) into ``out_dir``
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ppage_jax.analysis.search.report import BOOTSTRAP_REPS, SELECTED, load_candidates
 from ppage_jax.analysis.search.writer import DESCRIPTION, REEVAL, read_csv
-from ppage_jax.artifacts import save_figure
+from ppage_jax.analysis.sweep.writer import cell, csv_text
+from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.stats import bootstrap as stats
 
 
@@ -119,3 +123,259 @@ def compare_searches(searches: Mapping[str, str | Path], out_dir: str | Path) ->
     save_figure(fig, Path(out_dir) / "compare.png", dpi=110)
     plt.close(fig)
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- strategies compared
+def permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Exact two-sided permutation p of equal means of two independent samples: the share of
+    all ``C(n_a + n_b, n_a)`` relabellings whose difference of means is at least as large in
+    magnitude as the observed one (3 against 3 searches: 20 relabellings, so p >= 0.1)."""
+    x = np.asarray([*a, *b], np.float64)
+    n = len(a)
+    if n == 0 or n == len(x):
+        raise ValueError("a permutation test needs two non-empty samples")
+    observed = abs(x[:n].mean() - x[n:].mean())
+    tol = 1e-9 * max(1.0, float(np.abs(x).sum()))
+    hits = total = 0
+    for chosen in itertools.combinations(range(len(x)), n):
+        mask = np.zeros(len(x), bool)
+        mask[list(chosen)] = True
+        hits += abs(x[mask].mean() - x[~mask].mean()) >= observed - tol
+        total += 1
+    return hits / total
+
+
+@dataclasses.dataclass(frozen=True)
+class Pick:
+    """One search's pick: its strategy, search index, search score and re-evaluated metric
+    per training seed."""
+
+    strategy: str
+    k: int
+    name: str
+    values: list[float]
+    search_score: float
+    reevaluated: dict[int, float]
+    runs: int
+
+    @property
+    def score(self) -> float:
+        """The re-evaluated score: the mean over the re-evaluation's training seeds."""
+        return float(np.mean(list(self.reevaluated.values())))
+
+
+def _per_seed(path: Path, arm: str, metric: str) -> dict[int, float]:
+    return {
+        int(row["seed"]): float(row["value"])
+        for row in read_csv(path)
+        if row["arm"] == arm and row["metric"] == metric
+    }
+
+
+def load_picks(root: Path, strategies: Sequence[str], metric: str) -> list[Pick]:
+    """Every finished search's pick under ``root`` (``<strategy>/search_<k>/pick.json`` and
+    its re-evaluation)."""
+    picks = []
+    for strategy in strategies:
+        for directory in sorted((root / strategy).glob("search_*"), key=lambda p: int(p.name[7:])):
+            if not (directory / "pick.json").is_file():
+                continue
+            pick = json.loads((directory / "pick.json").read_text())
+            seeds = _per_seed(directory / REEVAL / "results.csv", SELECTED, metric)
+            picks.append(
+                Pick(
+                    strategy,
+                    int(directory.name[7:]),
+                    pick["name"],
+                    pick["values"],
+                    float(pick["search_score"]),
+                    seeds,
+                    int(pick["runs"]),
+                )
+            )
+    return picks
+
+
+def _paired(pick: dict[int, float], ref: dict[int, float]) -> np.ndarray:
+    seeds = sorted(set(pick) & set(ref))
+    return np.asarray([pick[s] - ref[s] for s in seeds], np.float64)
+
+
+def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -> str:
+    """``comparison.md`` and ``comparison.csv`` in ``root`` (a repeated search,
+    :mod:`.repeat`): each pick's search score against its re-evaluated score (the selection
+    bias), each pick against the reference arm paired by training seed, each strategy's picks
+    against the reference (the per-seed mean over its searches, paired by seed), the
+    declared strategy pairs (each search's re-evaluated score a unit: exact permutation p),
+    the best pick by search score against the reference, Holm over that family, and which
+    weights mattered from the random searches' samples. Returns the Markdown."""
+    from ppage_jax.stats.paired import bca_ci, holm, sign_flip_p
+
+    root = Path(root)
+    metric, direction = spec.metric, spec.direction
+    declared = spec.compare
+    reference = declared.reference if declared else spec.references[0].name
+    pairs = list(declared.pairs) if declared else []
+    picks = load_picks(root, strategies, metric)
+    if not picks:
+        raise ValueError(f"{root}: no finished search to compare")
+    budgets = {p.runs for p in picks}
+    ref = _per_seed(root / "references" / REEVAL / "results.csv", reference, metric)
+    better = "lower" if direction < 0 else "higher"
+    lines = [f"# Strategies compared: {Path(spec.path).name}", ""]
+    runs = budgets.pop() if len(budgets) == 1 else None
+    budget = spec.config["experiment"]["total_timesteps"]
+    counts = ", ".join(f"{s}: {sum(p.strategy == s for p in picks)}" for s in strategies)
+    lines.append(
+        f"{len(picks)} searches ({counts}), "
+        + (
+            f"each {runs} training runs of {budget:,} env steps ({runs * budget:,} env steps): "
+            "an equal budget."
+            if runs is not None
+            else "**at unequal budgets** (runs per search differ): not a fair comparison."
+        )
+        + f" Each pick re-evaluated on {spec.reevaluate.seeds} fresh training seeds and "
+        f"{spec.reevaluate.episodes} fresh layouts, paired by seed with `{reference}` "
+        f"re-trained on the same seeds and layouts. {metric}: {better} is better; "
+        "differences are pick minus reference."
+    )
+    # ------------------------------------------------------------------ per pick
+    lines += ["", "## Every pick: selection bias and the reference", ""]
+    lines.append(
+        f"| strategy | search | pick | search score | re-evaluated (mean over seeds) | "
+        f"re-evaluated - search | vs `{reference}`: mean difference [BCa 95 % CI] | "
+        "sign-flip p |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|")
+    csv_rows = []
+    for p in picks:
+        diffs = _paired(p.reevaluated, ref)
+        ci = bca_ci(diffs) if diffs.size else None
+        pval = sign_flip_p(diffs) if diffs.size else math.nan
+        lines.append(
+            f"| {p.strategy} | {p.k} | {p.name} | {p.search_score:.4g} | {p.score:.4g} | "
+            f"{p.score - p.search_score:+.4g} | {ci} | {pval:.3g} |"
+        )
+        csv_rows.append(("pick", p.strategy, p.k, p.search_score, p.score, *(_cells(ci)), pval, ""))
+    lines.append("")
+    lines.append(
+        "The search score is the best of many noisy scores on the search's own seeds and "
+        "layouts (the winner's curse); only the re-evaluated score is compared."
+    )
+    # ------------------------------------------------------------------ the family
+    family: list[tuple[str, np.ndarray | None, float, str]] = []  # name, diffs, p, detail
+    for s in strategies:
+        own = [p for p in picks if p.strategy == s]
+        if not own:
+            continue
+        seeds = sorted(set.intersection(*(set(p.reevaluated) for p in own)) & set(ref))
+        diffs = np.asarray(
+            [np.mean([p.reevaluated[t] for p in own]) - ref[t] for t in seeds], np.float64
+        )
+        if diffs.size:
+            family.append(
+                (f"{s} picks vs {reference}", diffs, sign_flip_p(diffs), f"{len(own)} searches")
+            )
+    for a, b in pairs:
+        xa = [p.score for p in picks if p.strategy == a]
+        xb = [p.score for p in picks if p.strategy == b]
+        if xa and xb:
+            detail = (
+                f"{a} {np.mean(xa):.4g} ({', '.join(f'{v:.4g}' for v in xa)}) vs {b} "
+                f"{np.mean(xb):.4g} ({', '.join(f'{v:.4g}' for v in xb)})"
+            )
+            diff = np.asarray([np.mean(xa) - np.mean(xb)])
+            family.append((f"{a} vs {b}", diff, permutation_p(xa, xb), detail))
+    best = min(picks, key=lambda p: (-direction * p.search_score, p.strategy, p.k))
+    diffs = _paired(best.reevaluated, ref)
+    if diffs.size:
+        family.append(
+            (
+                f"best pick by search score ({best.strategy} search {best.k}) vs {reference}",
+                diffs,
+                sign_flip_p(diffs),
+                best.name,
+            )
+        )
+    adjusted = holm([f[2] for f in family]) if family else []
+    lines += ["", "## The declared family (Holm)", ""]
+    lines.append(
+        "| comparison | n | mean difference [BCa 95 % CI] | exact p | Holm p | verdict | detail |"
+    )
+    lines.append("|---|---|---|---|---|---|---|")
+    for (name, d, pval, detail), padj in zip(family, adjusted, strict=True):
+        assert d is not None
+        paired = " vs " + reference in name
+        ci = bca_ci(d) if paired and d.size > 1 else None
+        mean = float(d.mean())
+        good = direction * mean > 0  # lower is better: a negative difference
+        verdict = (
+            ("better" if good else "worse") + " (Holm p < 0.05)" if padj < 0.05 else "not shown"
+        )
+        n = d.size if paired else sum(1 for p in picks if p.strategy in name.split(" vs "))
+        lines.append(
+            f"| {name} | {n} | {ci if ci else f'{mean:+.4g}'} | {pval:.3g} | {padj:.3g} | "
+            f"{verdict} | {detail} |"
+        )
+        csv_rows.append(("family", name, n, mean, *(_cells(ci)), pval, padj))
+    lines.append("")
+    lines.append(
+        "Picks against the reference: paired by training seed (exact sign-flip p over the "
+        "seeds; a strategy's picks enter as their per-seed mean over its searches). Strategy "
+        "pairs: each search's re-evaluated score is one unit (the searches are independent), "
+        "exact permutation p over every relabelling; with 3 searches a side the smallest "
+        "two-sided p is 0.1, so a strategy pair can only be declared different with more "
+        "searches."
+    )
+    # ------------------------------------------------------------------ landscape
+    lines += ["", "## Which weights mattered (random-search samples)", ""]
+    lines += _landscape_lines(root, spec, metric)
+    text = "\n".join(lines) + "\n"
+    write_text(root / "comparison.md", text)
+    write_text(
+        root / "comparison.csv",
+        csv_text(
+            ("kind", "name", "n", "score", "difference", "low", "high", "p", "p_holm"),
+            [tuple(cell(v) if isinstance(v, float) else v for v in row) for row in csv_rows],
+        ),
+    )
+    return text
+
+
+def _cells(ci: Any) -> tuple[float, float, float]:
+    if ci is None:
+        return (math.nan, math.nan, math.nan)
+    return (float(ci.point), float(ci.low), float(ci.high))
+
+
+def _landscape_lines(root: Path, spec: Any, metric: str) -> list[str]:
+    """Spearman correlation of each searched key with the task metric over every trained
+    random-search candidate (their samples do not depend on the generation, unlike an
+    adapting strategy's)."""
+    from scipy.stats import spearmanr
+
+    cands = []
+    for directory in sorted((root / "random").glob("search_*")):
+        if (directory / "manifest.json").is_file():
+            cands.extend(load_candidates(directory))
+    cands = [c for c in cands if math.isfinite(c["metric"])]
+    if len(cands) < 3:
+        return ["Not computed: fewer than 3 trained random-search candidates."]
+    values = np.asarray([c["values"] for c in cands], np.float64)
+    scores = np.asarray([c["metric"] for c in cands], np.float64)
+    out = [
+        f"Spearman rank correlation of each searched value with {metric} over the "
+        f"{len(cands)} trained candidates of the random searches (drawn from the start "
+        "distribution, independent of the generation), with its two-sided p; never from an "
+        "adapting strategy's trajectory, whose values move with the generation.",
+        "",
+        "| key | rho | p |",
+        "|---|---|---|",
+    ]
+    for k, dim in enumerate(spec.dims):
+        if np.ptp(values[:, k]) == 0 or np.ptp(scores) == 0:
+            out.append(f"| `{dim.key}` | n/a | n/a |")
+            continue
+        result: Any = spearmanr(values[:, k], scores)
+        out.append(f"| `{dim.key}` | {result.statistic:+.2f} | {result.pvalue:.3g} |")
+    return out

@@ -7,7 +7,11 @@ A run is *flagged* when any of the constraint's monitor checks (``hacking``,
 a ``monitor/<check>/...`` column of its result is 1. A candidate whose design pays no
 learning role a shaping term has no monitor columns and is never flagged. Opt-in, the
 constraint's ``audit`` list makes a candidate infeasible when the reward audit raised one of
-those flags for its design (``stalling``: capturing pays less than carrying on).
+those flags for its design (``stalling``: capturing pays less than carrying on). Also opt-in,
+``stall_margin`` bounds the predators' analytic stall margin (the largest direct payment a
+sub-step minus the turn cost, from the terms' declared bounds,
+:mod:`ppage_jax.analysis.audit.margin`): a candidate above it is not trained at all, and it is
+recorded and ranked last with the reason (:func:`margin_reason`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,32 @@ def judge(
     if audit:
         reasons.append(f"the reward audit flagged {', '.join(audit)}")
     return Verdict(mean, loss, flagged, not reasons, "; ".join(reasons))
+
+
+def margin_reason(margins: Mapping[str, Mapping], limit: float | None) -> str:
+    """Why a design breaks the stall-margin constraint ``limit`` (empty when it keeps it, or
+    when there is no constraint). ``margins``: its per-role stall margins
+    (:func:`ppage_jax.analysis.audit.margin.stall_margins`); the constraint reads the
+    predators', whose task ends the episode (prey paid to keep it going are doing theirs)."""
+    if limit is None:
+        return ""
+    pred = margins.get("predator")
+    if pred is None:
+        return ""
+    margin = float(pred["margin"])
+    if math.isnan(margin):
+        return (
+            f"the predators' stall margin is unknown ({', '.join(pred['unbounded'])} declare no "
+            f"bounds), so the stall-margin constraint ({limit:+.4g}) cannot be checked"
+        )
+    if margin <= limit:
+        return ""
+    paid = ", ".join(f"{t} up to {v:.3g}" for t, v in pred["payments"].items() if v > 0)
+    return (
+        f"stall margin {margin:+.4g} > {limit:+.4g}: a sub-step without a capture can pay "
+        f"predators {pred['largest_payment']:.3g} ({paid or 'nothing'}) against a cost of "
+        f"{pred['cost']:.3g} (not trained)"
+    )
 
 
 def selection_order(candidates: Sequence[Mapping]) -> list[int]:

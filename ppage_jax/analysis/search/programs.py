@@ -79,11 +79,14 @@ class RunProgram:
         hyper = stack_hyperparams(spec)
         return runs, keys, ((params, hyper) if hyper else params)
 
-    def __call__(self, keys: jax.Array, inputs: Any) -> tuple[dict, dict]:
-        """Host copies of ``(training metrics, evaluation episodes)`` of every run."""
+    def __call__(self, keys: jax.Array, inputs: Any, pad_to: int = 0) -> tuple[dict, dict]:
+        """Host copies of ``(training metrics, evaluation episodes)`` of every run.
+        ``pad_to``: compile for at least this many runs (the rest padded with the last run
+        and dropped), so a call with fewer runs (candidates the constraint did not train)
+        reuses the generations' program."""
         total = int(keys.shape[0])
         n_dev = self.mesh.devices.size
-        chunk = -(-total // n_dev) * n_dev
+        chunk = -(-max(total, pad_to) // n_dev) * n_dev
         if self.compiled is None or chunk != self.chunk:
             shapes = jax.tree.map(lambda x: (np.shape(x), str(np.asarray(x).dtype)), inputs)
             key = (*self.key, chunk, n_dev, str(jax.tree.structure(inputs)), str(shapes))

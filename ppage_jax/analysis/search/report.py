@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 
 from ppage_jax.analysis.search.constraint import selection_order
-from ppage_jax.analysis.search.space import candidate_arm
+from ppage_jax.analysis.search.space import bound_lines, candidate_arm
 from ppage_jax.analysis.search.spec import SearchSpec
 from ppage_jax.analysis.search.writer import (
     DESCRIPTION,
@@ -169,7 +169,6 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
     metric, direction = spec.metric, spec.direction
     label = LABELS[metric]
     better = "higher" if direction > 0 else "lower"
-    refs = [r.name for r in spec.references]
     gens = sorted({c["generation"] for c in cands})
     lines = [f"# Reward search: {Path(spec.path).name}", ""]
     budget = spec.config["experiment"]["total_timesteps"]
@@ -197,6 +196,15 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
         lines.append(
             "A candidate whose reward audit raises "
             f"{', '.join(f'`{c}`' for c in audit_constraint)} is infeasible too."
+        )
+    limit = spec.constraint.stall_margin
+    if limit is not None:
+        refused = sum(1 for c in cands if not c.get("trained", True))
+        lines.append(
+            f"A candidate whose predators' analytic stall margin (the largest direct payment a "
+            f"sub-step minus the turn cost, from the terms' declared bounds) is above "
+            f"{limit:+.4g} is not trained: it is recorded and ranks last ({refused} of "
+            f"{len(cands)} candidates)."
         )
     lines += ["", "## Search space", "", "| key | low | high | scale | base design |"]
     lines.append("|---|---|---|---|---|")
@@ -230,19 +238,30 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
         lines.append(f"![{name.stem}]({name.name})")
     # ------------------------------------------------------------------ landscape
     lines += ["", "## Landscape", ""]
-    lines.append(
-        f"Spearman rank correlation of each searched value with {metric} over all "
-        f"{len(cands)} candidates (feasible ones only in the second column); "
-        f"{'positive' if direction < 0 else 'negative'} means larger values did worse."
-    )
-    lines += ["", "| key | all candidates | feasible |", "|---|---|---|"]
     values = np.array([c["values"] for c in cands], float)
     scores = np.array([c["metric"] for c in cands], float)
     feasible = np.array([c["feasible"] for c in cands], bool)
-    for k, d in enumerate(spec.dims):
-        rho_all = _rank_correlation(values[:, k], scores)
-        rho_f = _rank_correlation(values[feasible, k], scores[feasible])
-        lines.append(f"| `{d.key}` | {_fmt(rho_all, 2)} | {_fmt(rho_f, 2)} |")
+    scored = np.isfinite(scores)  # candidates the constraint did not train have no score
+    if spec.strategy == "random":  # draws that do not depend on the generation
+        lines.append(
+            f"Spearman rank correlation of each searched value with {metric} over all "
+            f"{int(scored.sum())} trained candidates (feasible ones only in the second "
+            f"column); {'positive' if direction < 0 else 'negative'} means larger values did "
+            "worse. Random search draws every generation from the same distribution, so the "
+            "values are not confounded with the generation."
+        )
+        lines += ["", "| key | all candidates | feasible |", "|---|---|---|"]
+        for k, d in enumerate(spec.dims):
+            rho_all = _rank_correlation(values[scored, k], scores[scored])
+            rho_f = _rank_correlation(values[feasible & scored, k], scores[feasible & scored])
+            lines.append(f"| `{d.key}` | {_fmt(rho_all, 2)} | {_fmt(rho_f, 2)} |")
+    else:
+        lines.append(
+            f"Which weights mattered is not read from {spec.strategy}'s candidates: an "
+            "adapting strategy's values move with the generation, so their correlation with "
+            "the metric is confounded with time. The random search's samples answer it "
+            "(`--strategy random`, or `--searches`: comparison.md)."
+        )
     lines += ["", "Best candidates (feasible first):", ""]
     head = " | ".join(f"`{d.key}`" for d in spec.dims)
     lines.append(f"| candidate | {head} | {metric} | feasible | audit flags |")
@@ -304,14 +323,32 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
     )
     lines.append(
         f"{best['name']} ({cells}): {metric} {_fmt(best['metric'])} in the search "
-        f"({'feasible' if best['feasible'] else 'INFEASIBLE: ' + best['reason']}). "
-        f"As `rewards.yaml`:"
+        f"({'feasible' if best['feasible'] else 'INFEASIBLE: ' + best['reason']})."
     )
+    on_bounds = bound_lines(spec.dims, best["values"])
+    lines += [""] + [f"- **On a bound:** {line}" for line in on_bounds] + [""] * bool(on_bounds)
+    lines.append("As `rewards.yaml`:")
     text = rewards_yaml(spec, best["values"])
     write_text(out / REWARDS, text)
     lines += ["", "```yaml", text.rstrip(), "```"]
 
     # ------------------------------------------------------------------ re-evaluation
+    lines += reevaluation_lines(out, spec, best["metric"], len(cands), spec.seeds)
+    lines.append("")
+    path = write_text(out / REPORT, "\n".join(lines))
+    return path
+
+
+def reevaluation_lines(
+    out: Path, spec: SearchSpec, search_score: float, scores: int, search_seeds: int
+) -> list[str]:
+    """The report's re-evaluation section: the selected design and the references on fresh
+    seeds and layouts, the verdict against each reference, and the selection bias (its
+    ``search_score``, the best of ``scores`` noisy scores on ``search_seeds`` seed(s), beside
+    its re-evaluated score)."""
+    metric = spec.metric
+    refs = [r.name for r in spec.references]
+    lines: list[str] = []
     re = reevaluation_stats(out, refs)
     lines += ["", "## Re-evaluation on fresh seeds and layouts", ""]
     if re is None:
@@ -321,10 +358,10 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
         lines.append(
             f"The selected design (`{SELECTED}`) and the reference arms re-trained on fresh "
             f"training seeds {r.train_seed}-{r.train_seed + r.seeds - 1} (the search trained "
-            f"on {spec.train_seed}-{spec.train_seed + spec.seeds - 1}) and evaluated on "
+            f"on {spec.train_seed}-{spec.train_seed + spec.train_block - 1}) and evaluated on "
             f"{r.episodes} fresh held-out layouts ({r.eval_seed}-{r.eval_seed + r.episodes - 1}; "
             f"the search's were {spec.eval_seed}-{spec.eval_seed + spec.eval_episodes - 1}), "
-            "in one compiled program, the same budget per run as the search. IQM over seeds "
+            "the same budget per run as the search. IQM over seeds "
             "[95 % stratified-bootstrap CI]; P(improvement vs X) = probability that a run of "
             "the arm captures sooner than a run of X on the same layout (censored at the step "
             "limit; ties count half), averaged over layouts, [95 % CI] (a bootstrap replicate "
@@ -361,19 +398,18 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
                     verdicts.append(
                         f"**not shown better than `{ref}`** (P(improvement) {p}, CI spans 0.5)"
                     )
-            lines.append("Verdict: the selected design is " + "; ".join(verdicts) + ".")
-            lines.append("")
+            if verdicts:
+                lines.append("Verdict: the selected design is " + "; ".join(verdicts) + ".")
+                lines.append("")
             lines.append(
                 f"Selection bias: the search scored the selected design {metric} "
-                f"{_fmt(best['metric'])} on {spec.seeds} seed(s) and the search's layouts; "
-                f"that is the best of {len(cands)} noisy scores, so it is biased towards luck "
+                f"{_fmt(search_score)} on {search_seeds} seed(s) and the search's layouts; "
+                f"that is the best of {scores} noisy scores, so it is biased towards luck "
                 f"(the winner's curse). Re-trained on fresh seeds and layouts its RMST is "
                 f"{sel['rmst']} (IQM over {sel['n']} seeds). Only the re-evaluation is a fair "
                 "comparison with the reference arms."
             )
-    lines.append("")
-    path = write_text(out / REPORT, "\n".join(lines))
-    return path
+    return lines
 
 
 def _plot(out: Path, spec: SearchSpec, cands: list[dict], per_gen: dict, best: dict) -> list[Path]:
@@ -449,3 +485,107 @@ def _plot(out: Path, spec: SearchSpec, cands: list[dict], per_gen: dict, best: d
     paths.append(save_figure(fig, out / "weights.png", dpi=110))
     plt.close(fig)
     return paths
+
+
+def write_pbt_report(output_dir: str | Path, spec: SearchSpec) -> Path:
+    """report.md and schedule.png of a PBT search (:mod:`.pbt`): the population per interval,
+    the final evaluation of every member, the selected member's schedule, its re-evaluation
+    and the selection bias."""
+    out = Path(output_dir)
+    pbt = spec.pbt
+    assert pbt is not None, "a PBT report needs the pbt settings"
+    cands = load_candidates(out)
+    final = json.loads((out / "final.json").read_text())
+    best = final["members"][final["pick"]]
+    metric = spec.metric
+    budget = spec.config["experiment"]["total_timesteps"]
+    lines = [f"# Reward search (PBT): {Path(spec.path).name}", ""]
+    lines.append(
+        f"Population-based training: {pbt.population} members, each one run of {budget} env "
+        f"steps ({pbt.updates} updates) from its own training seed "
+        f"({spec.train_seed}-{spec.train_seed + pbt.population - 1}); every {pbt.interval} "
+        f"updates ({pbt.intervals} intervals) the worst {pbt.movers} members (a quarter of "
+        f"{pbt.quarter:g}) copy the learner (network, optimiser state, return scale) of one "
+        f"of the best {pbt.movers} and multiply each copied value by {pbt.perturb:g} or "
+        f"1/{pbt.perturb:g}, clipped to the box. Members are ranked on the {metric} of their "
+        "rolling block of training episodes (the interval's, episode-weighted), never on the "
+        "shaped return; a member whose lineage the reward-hacking monitor flags ranks last "
+        "and cannot be selected."
+    )
+    lines += ["", "## Intervals", ""]
+    lines.append(f"| interval | best block {metric} (feasible) | median | feasible | replaced |")
+    lines.append("|---|---|---|---|---|")
+    direction = spec.direction
+    for g in sorted({c["generation"] for c in cands}):
+        gc = [c for c in cands if c["generation"] == g]
+        feas = [c["metric"] for c in gc if c["feasible"] and math.isfinite(c["metric"])]
+        top = (max if direction > 0 else min)(feas) if feas else math.nan
+        moved = sum(1 for c in gc if c["source"] != c["member"])
+        lines.append(
+            f"| {g} | {_fmt(top)} | {_fmt(float(np.nanmedian([c['metric'] for c in gc])))} | "
+            f"{sum(c['feasible'] for c in gc)}/{len(gc)} | {moved} |"
+        )
+    lines += ["", "## Final evaluation on the search's held-out layouts", ""]
+    lines.append(f"| member | lineage of | {metric} | feasible | final values |")
+    lines.append("|---|---|---|---|---|")
+    for i in final["order"][:8]:
+        m = final["members"][i]
+        cells = ", ".join(_fmt(v, 3) for v in m["values"])
+        lines.append(
+            f"| {m['name']} | m{m['root']:02d} | {_fmt(m['metric'])} | "
+            f"{'yes' if m['feasible'] else 'no: ' + m['reason']} | {cells} |"
+        )
+    lines += ["", "## Selected schedule", ""]
+    verdict = "feasible" if best["feasible"] else "INFEASIBLE: " + best["reason"]
+    lines.append(
+        f"{best['name']} (a lineage of m{best['root']:02d}): {metric} {_fmt(best['metric'])} on "
+        f"the search's layouts ({verdict}). "
+        "Its values per interval, replayed by `ppage-jax run config.yaml` (the search's config "
+        "with this `experiment.curriculum`):"
+    )
+    lines += ["", "| interval | " + " | ".join(f"`{d.key}`" for d in spec.dims) + " |"]
+    lines.append("|---" * (len(spec.dims) + 1) + "|")
+    for i, values in enumerate(best["schedule"]):
+        lines.append(f"| {i} | " + " | ".join(_fmt(v, 4) for v in values) + " |")
+    lines.append("")
+    lines += [f"- **On a bound:** {line}" for line in bound_lines(spec.dims, best["values"])]
+    lines.append(
+        "Which weights mattered is not read from PBT's population: its values follow its own "
+        "selection (confounded with time); the random search's samples answer that."
+    )
+    lines += reevaluation_lines(out, spec, best["metric"], len(final["members"]), 1)
+    figure = _plot_schedule(out, spec, cands, best)
+    lines += ["", f"![{figure.stem}]({figure.name})", ""]
+    return write_text(out / REPORT, "\n".join(lines))
+
+
+def _plot_schedule(out: Path, spec: SearchSpec, cands: list[dict], best: dict) -> Path:
+    """schedule.png: every member's values per interval, the selected lineage's in colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = len(spec.dims)
+    fig, axes = plt.subplots(1, d, figsize=(3.0 * d, 3.0), squeeze=False)
+    for k, dim in enumerate(spec.dims):
+        a = axes[0, k]
+        a.scatter(
+            [c["generation"] for c in cands], [c["values"][k] for c in cands], s=10, color="0.6"
+        )
+        a.plot(
+            range(len(best["schedule"])),
+            [v[k] for v in best["schedule"]],
+            "-o",
+            color="tab:blue",
+            label="selected lineage",
+        )
+        if dim.scale == "log":
+            a.set_yscale("log")
+        a.set_title(dim.key, fontsize=8)
+        a.set_xlabel("interval")
+    axes[0, 0].legend(fontsize=6)
+    fig.tight_layout()
+    path = save_figure(fig, out / "schedule.png", dpi=110)
+    plt.close(fig)
+    return path

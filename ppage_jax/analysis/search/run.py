@@ -19,7 +19,6 @@ are byte-identical to an uninterrupted search (:mod:`.writer`).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,12 +27,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from ppage_jax.analysis.search.constraint import judge, selection_order
+from ppage_jax.analysis.audit.margin import stall_margins
+from ppage_jax.analysis.search.constraint import judge, margin_reason, selection_order
+from ppage_jax.analysis.search.pbt import write_pick
 from ppage_jax.analysis.search.programs import RunProgram
 from ppage_jax.analysis.search.space import candidate_arm, candidate_values, outside_box
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
-from ppage_jax.analysis.search.writer import SearchWriter
+from ppage_jax.analysis.search.writer import SearchWriter, search_identity, write_above_bar
 from ppage_jax.analysis.sweep.auditing import audit_rows
 from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
 from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn
@@ -49,16 +50,27 @@ def candidate_name(generation: int, index: int) -> str:
     return f"g{generation:02d}c{index:02d}"
 
 
-def search_identity(spec: SearchSpec, env_steps_per_update: int, horizon: int) -> dict:
-    """What defines a search's results (hashed into its manifest)."""
-    described = {k: v for k, v in spec.describe().items() if k not in ("search", "config")}
-    return dict(described, env_steps_per_update=env_steps_per_update, eval_step_limit=horizon)
-
-
-def _stderr(message: str) -> None:
-    from tqdm.auto import tqdm
-
-    tqdm.write(message, file=sys.stderr)  # above the progress bar
+def untrained_record(
+    name: str, generation: int, index: int, unit: np.ndarray, values: np.ndarray, reason: str
+) -> dict:
+    """The record of a candidate the constraint refused before training: no seeds, no
+    metric, infeasible with ``reason`` (it ranks after every trained candidate)."""
+    return {
+        "name": name,
+        "generation": generation,
+        "index": index,
+        "unit": [float(u) for u in unit],
+        "values": [float(v) for v in values],
+        "seeds": [],
+        "metric": float("nan"),
+        "loss": float("inf"),
+        "flagged_seeds": {},
+        "flagged_checks": {},
+        "feasible": False,
+        "reason": reason,
+        "audit_flags": [],
+        "trained": False,
+    }
 
 
 def announce_clipped(spec: SearchSpec, generation: int, unit: np.ndarray, said: set[str]) -> None:
@@ -87,8 +99,10 @@ def search_rewards(
     eval_fn: EvalFn | None = None,
     env_steps_per_update: int | None = None,
     log: Callable[[str], None] | None = None,
+    references: bool = True,
 ) -> dict[str, Any]:
-    """Run the reward search ``spec`` (a :class:`SearchSpec` or a search file's path).
+    """Run the reward search ``spec`` (a :class:`SearchSpec` or a search file's path);
+    strategy ``pbt`` runs :func:`ppage_jax.analysis.search.pbt.run_pbt`.
 
     Writes ``output_dir`` (default: the spec's ``output_dir``) as each generation finishes;
     a directory that already holds a search is refused unless ``resume`` (continue it from
@@ -97,6 +111,8 @@ def search_rewards(
     the search's generations (the sweep's contract; tests count traces with them).
     ``loggers`` (``ppage_jax.tracking`` backends) get every run and each generation's
     summary. ``log`` receives one line per notable event (default: stderr).
+    ``references=False`` re-evaluates the selected design alone (a repeated search whose
+    references are re-evaluated once, :mod:`.repeat`).
 
     Returns ``{"candidates", "best", "reevaluation", "generations_run", "compile_calls",
     "seconds", "output_dir", "stopped", "report"}``.
@@ -105,7 +121,21 @@ def search_rewards(
 
     if not isinstance(spec, SearchSpec):
         spec = load_search(spec)
-    say = log or _stderr
+    if spec.strategy == "pbt":  # population-based training: a search of its own (.pbt)
+        from ppage_jax.analysis.search.pbt import run_pbt
+
+        return run_pbt(
+            spec,
+            output_dir,
+            resume=resume,
+            overwrite=overwrite,
+            progress=progress,
+            report=report,
+            references=references,
+            should_stop=should_stop,
+            log=log,
+        )
+    say = log or write_above_bar
     env = make(spec.config)
     template = spec.sweep()
     program = RunProgram(template, env, train_fn, eval_fn, env_steps_per_update)
@@ -126,9 +156,8 @@ def search_rewards(
         overwrite=overwrite,
     )
     keys_order = [d.key for d in spec.dims]
-    start_unit = [d.unit(d.current(spec.design)) for d in spec.dims]
     strategy = Strategy(
-        spec.strategy, spec.population, len(spec.dims), spec.seed, start_unit, spec.std
+        spec.strategy, spec.population, len(spec.dims), spec.seed, spec.start, spec.std
     )
     candidates: list[dict] = []
     for g in writer.finished():  # replay the strategy from the recorded ranks
@@ -166,26 +195,47 @@ def search_rewards(
         arms = tuple(
             candidate_arm(spec.design, spec.dims, v, n) for v, n in zip(values, names, strict=True)
         )
-        gspec = spec.sweep(arms)
-        arm_params = gspec.arm_params(env)
+        all_params = spec.sweep(arms).arm_params(env)
+        margins = [
+            stall_margins(env, p) if spec.constraint.stall_margin is not None else {}
+            for p in all_params
+        ]
+        skipped = {
+            name: reason
+            for name, m in zip(names, margins, strict=True)
+            if (reason := margin_reason(m, spec.constraint.stall_margin))
+        }
+        trained = tuple(a for a in arms if a.name not in skipped)
+        arm_params = [p for a, p in zip(arms, all_params, strict=True) if a.name not in skipped]
+        trained_names = [a.name for a in trained]
         audit = (
-            audit_rows(env, arm_params, names, horizon, spec.audit_episodes)
-            if spec.audit_episodes
+            audit_rows(env, arm_params, trained_names, horizon, spec.audit_episodes)
+            if spec.audit_episodes and trained
             else []
         )
-        monitors = arm_monitors(spec.config, env, arm_params, names, spec.eval_seed)
-        recorder = SweepRecorder(loggers, out_dir, gspec)
-        runs, keys, inputs = program.inputs(gspec)
-        metrics, episodes = program(keys, inputs)
-        fault(f"generation:{ran + 1}")  # testing hook: killed after a generation's program
         results: dict[tuple[str, int], dict[str, float]] = {}
-        for j, (arm, seed) in enumerate(runs):
-            result, curve = program.results(metrics, episodes, j, horizon)
-            result.update(monitor_run(monitors[arm], seed, curve))
-            results[arm, seed] = result
-            recorder.add(arm, seed, result, curve)
+        if trained:
+            gspec = spec.sweep(trained)
+            monitors = arm_monitors(spec.config, env, arm_params, trained_names, spec.eval_seed)
+            recorder = SweepRecorder(loggers, out_dir, gspec)
+            runs, keys, inputs = program.inputs(gspec)
+            metrics, episodes = program(keys, inputs, pad_to=spec.population * spec.seeds)
+            for j, (arm, seed) in enumerate(runs):
+                result, curve = program.results(metrics, episodes, j, horizon)
+                result.update(monitor_run(monitors[arm], seed, curve))
+                results[arm, seed] = result
+                recorder.add(arm, seed, result, curve)
+        fault(f"generation:{ran + 1}")  # testing hook: killed after a generation's program
         record_cands = []
         for i, name in enumerate(names):
+            extra = {}
+            if spec.constraint.stall_margin is not None:
+                extra["stall_margin"] = float(margins[i].get("predator", {}).get("margin", 0.0))
+            if name in skipped:
+                record_cands.append(untrained_record(name, g, i, unit[i], values[i], skipped[name]))
+                record_cands[-1].update(extra)
+                say(f"search generation {g}: {name} is infeasible: {skipped[name]}")
+                continue
             per_seed = {s: r for (a, s), r in results.items() if a == name}
             audit_flags = sorted({row[1] for row in audit if row[0] == name and row[4] == 1})
             verdict = judge(
@@ -206,6 +256,7 @@ def search_rewards(
                     "feasible": verdict.feasible,
                     "reason": verdict.reason,
                     "audit_flags": audit_flags,
+                    **extra,
                 }
             )
             if not verdict.feasible:
@@ -253,6 +304,7 @@ def search_rewards(
         return summary
     best = candidates[selection_order(candidates)[0]]
     summary["best"] = best
+    write_pick(out_dir, spec, best["name"], best["values"], best["metric"], best)
     if not best["feasible"]:
         say(
             "search: no candidate was feasible; the re-evaluation takes the best infeasible "
@@ -268,7 +320,16 @@ def search_rewards(
         )
         arm = candidate_arm(spec.design, spec.dims, best["values"], SELECTED)
         re_results, re_episodes = reevaluate(
-            spec, env, arm, horizon, progress, loggers, out_dir, train_fn, steps
+            spec,
+            env,
+            arm,
+            horizon,
+            progress,
+            loggers,
+            out_dir,
+            train_fn,
+            steps,
+            references=references,
         )
         writer.write_reevaluation(re_results, re_episodes)
         summary["reevaluation"] = re_results

@@ -108,6 +108,35 @@ def candidate_arm(
     return Arm(name, tuple(entries.values()), design.gamma, f"{design.source} + search", hyper)
 
 
+# A value within this share of its box's width (in the searched scale) lies on a bound.
+NEAR_BOUND = 0.05
+
+
+def near_bounds(
+    dims: Sequence[Dimension], values: Sequence[float], margin: float = NEAR_BOUND
+) -> list[tuple[str, str, float, float]]:
+    """``(key, "low" | "high", bound, value)`` for each value within ``margin`` of the box's
+    width of one of its bounds (unit coordinates, so a log-scale key is measured on its log
+    scale): a winner there may be held back by the box, not chosen by the landscape."""
+    out = []
+    for dim, value in zip(dims, values, strict=True):
+        u = dim.unit(float(value))
+        if u <= margin:
+            out.append((dim.key, "low", dim.low, float(value)))
+        elif u >= 1.0 - margin:
+            out.append((dim.key, "high", dim.high, float(value)))
+    return out
+
+
+def bound_lines(dims: Sequence[Dimension], values: Sequence[float]) -> list[str]:
+    """One line per key whose value lies within 5 % of a bound (:func:`near_bounds`)."""
+    return [
+        f"`{key}` = {value:.4g} lies within {NEAR_BOUND:.0%} of the box's width of its "
+        f"{side} bound ({bound:g}): the bound may be the answer; widen it and search again."
+        for key, side, bound, value in near_bounds(dims, values)
+    ]
+
+
 def column(dim: Dimension) -> str:
     """A dimension's column in search.csv: its key (``weights.predator_closeness``)."""
     return dim.key

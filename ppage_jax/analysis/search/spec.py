@@ -33,6 +33,7 @@ evaluation, re-evaluation training, re-evaluation layouts) must not overlap.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,8 @@ SEARCH_KEYS = (
     "design",
     "space",
     "strategy",
+    "start",
+    "pbt",
     "population",
     "seeds",
     "generations",
@@ -83,14 +86,24 @@ SEARCH_KEYS = (
     "references",
     "reevaluate",
     "output_dir",
+    "settings",
+    "compare",
 )
+# What a named setting (search.settings.<name>: small for a 2-core CPU, full for an
+# accelerator) may set: the sizes of the search and of its re-evaluation.
+SETTING_KEYS = ("population", "seeds", "generations", "pbt", "eval", "reevaluate", "compare")
+COMPARE_KEYS = ("strategies", "searches", "reference", "pairs")
 DESIGN_KEYS = ("weights", "disable", "params", "applies_to", "hyperparams")
 DIM_KEYS = ("low", "high", "scale")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy", "metric")
-CONSTRAINT_KEYS = ("monitor", "checks", "audit")
+CONSTRAINT_KEYS = ("monitor", "checks", "audit", "stall_margin")
 AUDIT_KEYS = ("episodes",)
 REEVAL_KEYS = ("seeds", "train_seed", "eval_seed", "episodes")
 STRATEGY_KEYS = ("name", "std")
+PBT_KEYS = ("population", "interval", "quarter", "perturb")
+# A PBT schedule is replayed as experiment.curriculum step schedules: at most this many
+# intervals (ppage_jax.config.curriculum.MAX_PIECES values a schedule).
+PBT_MAX_INTERVALS = 16
 # The monitor's checks (ppage_jax.train.run.monitor.CHECKS) a constraint may count.
 MONITOR_CHECKS = ("hacking", "episode_length", "share")
 # Task metrics a search may rank by: +1 higher is better, -1 lower is better. steps_to_capture
@@ -110,11 +123,49 @@ class Constraint:
     """A candidate is infeasible when the reward-hacking monitor flags one of ``checks`` in
     the majority (more than half) of its seeds; ``monitor: false`` turns that off. Opt-in:
     ``audit`` names reward-audit flags (``stalling``, ...) that make a candidate infeasible
-    before it trains (the audit sees the design, the monitor the training curve)."""
+    before it trains (the audit sees the design, the monitor the training curve).
+    ``stall_margin``: the largest analytic stall margin the predators may have
+    (:mod:`ppage_jax.analysis.audit.margin`); a candidate above it is not trained at all."""
 
     monitor: bool = True
     checks: tuple[str, ...] = MONITOR_CHECKS
     audit: tuple[str, ...] = ()
+    stall_margin: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PBTSettings:
+    """Population-based training (:mod:`.pbt`): ``population`` members train side by side;
+    every ``interval`` updates the worst ``quarter`` of them copies the learner of a member
+    of the best quarter and multiplies each copied value by ``perturb`` or its inverse."""
+
+    population: int
+    interval: int
+    quarter: float
+    perturb: float
+    updates: int  # the updates of one run (every member trains this many)
+
+    @property
+    def intervals(self) -> int:
+        """Exploit-and-explore intervals of a run."""
+        return self.updates // self.interval
+
+    @property
+    def movers(self) -> int:
+        """Members replaced (and members copied from) at each exploit step."""
+        return int(self.population * self.quarter)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """``search.compare``: the strategies a repeated search runs (``searches`` independent
+    searches each, :mod:`.repeat`), the reference arm every pick is compared with, paired by
+    seed, and the declared strategy pairs (Holm over all of them, :mod:`.compare`)."""
+
+    strategies: tuple[str, ...]
+    searches: int
+    reference: str
+    pairs: tuple[tuple[str, str], ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +189,8 @@ class SearchSpec:
     dims: tuple[Dimension, ...]
     strategy: str
     std: float
+    start: tuple[float, ...]  # the start distribution's mean, unit coordinates per dim
+    start_from: str  # centre, design or prior
     population: int
     seeds: int
     generations: int
@@ -152,6 +205,21 @@ class SearchSpec:
     audit_episodes: int  # 0: no audit
     reevaluate: Reevaluation
     output_dir: str
+    pbt: PBTSettings | None = None  # the pbt section (read whatever the strategy)
+    compare: Comparison | None = None
+    setting: str | None = None  # the search.settings entry applied
+
+    @property
+    def train_block(self) -> int:
+        """Training seeds of the search: ``seeds`` (each candidate's), or one per PBT member."""
+        return self.pbt.population if self.strategy == "pbt" and self.pbt else self.seeds
+
+    @property
+    def runs(self) -> int:
+        """Training runs of the whole search (its budget, in runs of the config's length)."""
+        if self.strategy == "pbt" and self.pbt is not None:
+            return self.pbt.population
+        return self.population * self.seeds * self.generations
 
     @property
     def direction(self) -> int:
@@ -208,11 +276,12 @@ class SearchSpec:
             ],
             "strategy": self.strategy,
             "std": self.std,
+            "start": {"from": self.start_from, "mean": list(self.start)},
             "population": self.population,
             "seeds": self.seeds,
             "generations": self.generations,
             "seed": self.seed,
-            "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
+            "train_seeds": [self.train_seed, self.train_seed + self.train_block - 1],
             "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
             "eval_max_steps": self.eval_max_steps,
             "eval_policy": self.eval_policy,
@@ -221,19 +290,37 @@ class SearchSpec:
                 "monitor": self.constraint.monitor,
                 "checks": list(self.constraint.checks),
                 **({"audit": list(self.constraint.audit)} if self.constraint.audit else {}),
+                **(
+                    {"stall_margin": self.constraint.stall_margin}
+                    if self.constraint.stall_margin is not None
+                    else {}
+                ),
             },
             "audit_episodes": self.audit_episodes,
             "reevaluate": dataclasses.asdict(self.reevaluate),
+            "runs": self.runs,
+            **({"setting": self.setting} if self.setting else {}),
+            **(
+                {"pbt": dataclasses.asdict(self.pbt)}
+                if self.strategy == "pbt" and self.pbt is not None
+                else {}
+            ),
         }
 
 
-def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
+def load_search(
+    path: str | Path, overrides: dict | None = None, setting: str | None = None
+) -> SearchSpec:
     """Read and validate a search file. ``overrides`` replace top-level search keys
-    (``{"generations": 2}``; a ``set`` override is merged into the file's ``set``). Every
-    problem raises a one-line :class:`ConfigError` naming the file, the key, the value and
-    what is allowed."""
+    (``{"generations": 2}``; a ``set`` override is merged into the file's ``set``).
+    ``setting`` names an entry of ``search.settings`` (default: the first declared) whose
+    keys replace the file's (mappings merged), under ``overrides``. Every problem raises a
+    one-line :class:`ConfigError` naming the file, the key, the value and what is
+    allowed."""
     read, raw, base = open_spec_file(path, "search")
     source = read.path
+    overrides = _merged_strategy(raw, overrides)
+    overrides, setting = _with_setting(read, raw, overrides, setting)
     body = read.section(raw, "search", SEARCH_KEYS, overrides)
 
     if "config" not in body:
@@ -309,9 +396,10 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
     std = read.number("search.strategy.std", strategy_raw.get("std", 0.25))
     if not 0 < std <= 1:
         read.fail("search.strategy.std", std, "must be in (0, 1] (unit-cube units)")
+    start, start_from = _read_start(read, body.get("start", "centre"), dims, design)
     population = read.integer("search.population", body.get("population", 8), 1)
     minimum = STRATEGIES[strategy].min_population
-    if population < minimum:
+    if population < minimum and strategy != "pbt":
         read.fail(
             "search.population",
             population,
@@ -319,6 +407,9 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         )
     seeds = read.integer("search.seeds", body.get("seeds", 2), 1)
     generations = read.integer("search.generations", body.get("generations", 4), 1)
+    pbt = None
+    if "pbt" in body or strategy == "pbt":
+        pbt = _read_pbt(read, body.get("pbt"), config, population * seeds * generations)
     seed = read.integer("search.seed", body.get("seed", 0), 0)
     train_seed = read.integer("search.train_seed", body.get("train_seed", 0), 0)
 
@@ -347,6 +438,10 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         read.fail(
             "search.constraint.audit", audit_checks, f"must be a list of {list(AUDIT_CHECKS)}"
         )
+    stall_margin = None
+    if con.get("stall_margin") is not None:
+        stall_margin = read.number("search.constraint.stall_margin", con["stall_margin"])
+        _check_stall_margin(read, stall_margin, dims, design, config)
     audit_raw = body.get("audit", {})
     if audit_raw is False:
         audit_episodes = 0
@@ -368,8 +463,9 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         read.integer("search.reevaluate.eval_seed", re.get("eval_seed", 2_000_000), 0),
         read.integer("search.reevaluate.episodes", re.get("episodes", 128), 1),
     )
+    train_block = pbt.population if strategy == "pbt" and pbt is not None else seeds
     blocks = [
-        ("search.train_seed", train_seed, seeds, "the search's training seeds"),
+        ("search.train_seed", train_seed, train_block, "the search's training seeds"),
         (
             "search.eval.seed",
             evaluation.seed,
@@ -390,11 +486,17 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         ),
     ]
     check_disjoint(read, blocks, "the re-evaluation must see fresh seeds")
-    _check_sizes(read, config, population, seeds, generations, evaluation.episodes, reevaluate)
+    if strategy == "pbt" and pbt is not None:  # one generation of every member, one seed each
+        _check_sizes(read, config, pbt.population, 1, 1, evaluation.episodes, reevaluate)
+    else:
+        _check_sizes(read, config, population, seeds, generations, evaluation.episodes, reevaluate)
     output_dir = body.get("output_dir", "runs/search/" + Path(path).stem)
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("search.output_dir", output_dir, "must be a directory path")
 
+    compare = None
+    if body.get("compare") is not None:
+        compare = _read_compare(read, body["compare"], strategy, references)
     shared = shared_config(config, (design, *references), sets)
     return SearchSpec(
         source,
@@ -404,6 +506,8 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         dims,
         strategy,
         std,
+        start,
+        start_from,
         population,
         seeds,
         generations,
@@ -414,10 +518,18 @@ def load_search(path: str | Path, overrides: dict | None = None) -> SearchSpec:
         evaluation.max_steps,
         evaluation.policy,
         metric,
-        Constraint(monitor, tuple(dict.fromkeys(checks)), tuple(dict.fromkeys(audit_checks))),
+        Constraint(
+            monitor,
+            tuple(dict.fromkeys(checks)),
+            tuple(dict.fromkeys(audit_checks)),
+            stall_margin,
+        ),
         audit_episodes,
         reevaluate,
         output_dir,
+        pbt,
+        compare,
+        setting,
     )
 
 
@@ -466,6 +578,226 @@ def _read_dimension(read: SpecReader, key: str, raw: Any, design: Arm, config: C
     if scale == "log" and low <= 0:
         read.fail(f"{where}.low", low, "must be above 0 for scale: log")
     return Dimension(key, kind, name, param, low, high, scale)
+
+
+def _read_pbt(read: SpecReader, raw: Any, config: Config, runs: int) -> PBTSettings:
+    """``search.pbt``: members (default ``runs``, the evolution strategies' training runs: an
+    equal budget in env steps), the interval in updates (default: the smallest divisor of
+    the updates giving at most 8 intervals), the quarter and the perturbation factor."""
+    pbt = read.mapping("search.pbt", raw, PBT_KEYS)
+    exp = config["experiment"]
+    if exp.get("curriculum"):
+        read.fail(
+            "search.pbt",
+            raw,
+            "the base config schedules experiment.curriculum; PBT writes its own schedule",
+        )
+    updates = planned_updates(
+        exp["total_timesteps"],
+        exp["episodes"],
+        exp["num_envs"],
+        exp["algorithm"]["params"]["num_steps"],
+        config["env"]["termination"]["max_steps"],
+    )
+    population = read.integer("search.pbt.population", pbt.get("population", runs), 1)
+    divisors = [d for d in range(1, updates + 1) if updates % d == 0]
+    default = next(d for d in divisors if updates // d <= 8)
+    interval = read.integer("search.pbt.interval", pbt.get("interval", default), 1)
+    if updates % interval:
+        read.fail(
+            "search.pbt.interval",
+            interval,
+            f"does not divide the {updates} updates of a run (experiment.total_timesteps / "
+            f"(num_envs x num_steps)); divisors: {divisors}",
+        )
+    if updates // interval > PBT_MAX_INTERVALS:
+        least = next(d for d in divisors if updates // d <= PBT_MAX_INTERVALS)
+        read.fail(
+            "search.pbt.interval",
+            interval,
+            f"gives {updates // interval} intervals; the schedule a plain run replays "
+            f"(experiment.curriculum's step schedule) holds at most {PBT_MAX_INTERVALS}: use "
+            f"an interval of at least {least}",
+        )
+    quarter = read.number("search.pbt.quarter", pbt.get("quarter", 0.25))
+    if not 0 < quarter <= 0.5:
+        read.fail("search.pbt.quarter", quarter, "must be in (0, 0.5]: the share replaced")
+    if int(population * quarter) < 1:
+        key = "search.pbt.quarter" if "quarter" in pbt else "search.pbt.population"
+        read.fail(
+            key,
+            pbt.get("quarter", population) if "quarter" in pbt else population,
+            f"a quarter ({quarter:g}) of {population} members rounds to 0 members: nothing "
+            f"would be copied; use at least {math.ceil(1 / quarter)} members",
+        )
+    perturb = read.number("search.pbt.perturb", pbt.get("perturb", 1.25))
+    if not perturb > 1:
+        read.fail(
+            "search.pbt.perturb",
+            perturb,
+            "must be above 1 (each copied value is multiplied by it or by its inverse)",
+        )
+    return PBTSettings(population, interval, quarter, perturb, updates)
+
+
+def _with_setting(
+    read: SpecReader, raw: Any, overrides: dict | None, name: str | None
+) -> tuple[dict | None, str | None]:
+    """``overrides`` under the search file's setting ``name`` (``search.settings.<name>``;
+    default the first one declared; None without settings): the setting's keys replace
+    the file's, a mapping merged into the file's mapping, and ``overrides`` win."""
+    section = raw.get("search") if isinstance(raw, dict) else None
+    declared = section.get("settings") if isinstance(section, dict) else None
+    if declared is None:
+        if name is not None:
+            read.fail("search.settings", None, f"declares no settings; --setting {name} needs one")
+        return overrides, None
+    if not isinstance(declared, dict) or not declared:
+        read.fail("search.settings", declared, "must map setting names to search keys")
+    if name is None:
+        name = next(iter(declared))
+    if name not in declared:
+        read.fail("search.settings", sorted(declared), f"has no setting {name!r}")
+    body = read.mapping(f"search.settings.{name}", declared[name], SETTING_KEYS)
+    assert isinstance(section, dict)
+    merged: dict = {}
+    for key, value in body.items():
+        own = section.get(key)
+        merged[key] = (
+            {**own, **value} if isinstance(own, dict) and isinstance(value, dict) else value
+        )
+    for key, value in (overrides or {}).items():
+        own = merged.get(key, section.get(key))
+        merged[key] = (
+            {**own, **value} if isinstance(own, dict) and isinstance(value, dict) else value
+        )
+    return merged, str(name)
+
+
+def _read_compare(
+    read: SpecReader, raw: Any, strategy: str, references: tuple[Arm, ...]
+) -> Comparison:
+    """``search.compare``: strategies (default: the file's), searches per strategy (default
+    3), the reference arm (default: the first reference) and the declared pairs."""
+    body = read.mapping("search.compare", raw, COMPARE_KEYS)
+    strategies = body.get("strategies", [strategy])
+    if (
+        not isinstance(strategies, list)
+        or not strategies
+        or any(s not in STRATEGIES for s in strategies)
+        or len(set(strategies)) != len(strategies)
+    ):
+        read.fail(
+            "search.compare.strategies",
+            strategies,
+            f"must be a list of distinct strategies among {list(STRATEGIES)}",
+        )
+    searches = read.integer("search.compare.searches", body.get("searches", 3), 1)
+    names = [r.name for r in references]
+    reference = body.get("reference", names[0] if names else None)
+    if reference not in names:
+        read.fail("search.compare.reference", reference, f"must be one of the references {names}")
+    pairs_raw = body.get("pairs", [])
+    pairs = []
+    if not isinstance(pairs_raw, list):
+        read.fail("search.compare.pairs", pairs_raw, "must be a list of [strategy, strategy]")
+    for i, pair in enumerate(pairs_raw):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or pair[0] == pair[1]
+            or any(p not in strategies for p in pair)
+        ):
+            read.fail(
+                f"search.compare.pairs[{i}]",
+                pair,
+                f"must be two different strategies of search.compare.strategies {strategies}",
+            )
+        pairs.append((str(pair[0]), str(pair[1])))
+    return Comparison(tuple(strategies), searches, str(reference), tuple(pairs))
+
+
+def _merged_strategy(raw: Any, overrides: dict | None) -> dict | None:
+    """``overrides`` whose ``strategy`` (a name or a mapping) keeps the file's other strategy
+    settings (its ``std``): ``--strategy random`` starts from the same distribution as the
+    file's strategy."""
+    if not overrides or "strategy" not in overrides:
+        return overrides
+    section = raw.get("search") if isinstance(raw, dict) else None
+    own = section.get("strategy") if isinstance(section, dict) else None
+    own = {"name": own} if isinstance(own, str) else own
+    new = overrides["strategy"]
+    new = {"name": new} if isinstance(new, str) else new
+    if isinstance(own, dict) and isinstance(new, dict):
+        return {**overrides, "strategy": {**own, **new}}
+    return overrides
+
+
+def _read_start(
+    read: SpecReader, raw: Any, dims: tuple[Dimension, ...], design: Arm
+) -> tuple[tuple[float, ...], str]:
+    """``search.start``: the mean (unit coordinates) of the distribution every strategy's
+    first generation is drawn from: ``centre`` (the box's centre, default), ``design`` (the
+    base design's values) or a prior ``{<searched key>: value}`` (in the key's units; keys
+    left out sit at the centre)."""
+    if raw in ("centre", "center"):
+        return tuple(0.5 for _ in dims), "centre"
+    if raw == "design":
+        return tuple(d.unit(d.current(design)) for d in dims), "design"
+    if not isinstance(raw, dict) or not raw:
+        read.fail(
+            "search.start",
+            raw,
+            "must be centre, design or a mapping of searched keys to values (a prior mean)",
+        )
+    by_key = {d.key: d for d in dims}
+    for key, value in raw.items():
+        if key not in by_key:
+            read.fail(f"search.start.{key}", value, f"is not a searched key: {list(by_key)}")
+        number = read.number(f"search.start.{key}", value)
+        dim = by_key[key]
+        if not dim.low <= number <= dim.high:
+            read.fail(f"search.start.{key}", value, f"must lie in [{dim.low}, {dim.high}]")
+    return tuple(d.unit(float(raw[d.key])) if d.key in raw else 0.5 for d in dims), "prior"
+
+
+def direct_terms(design: Arm) -> list[str]:
+    """The design's direct shaping terms: every term but ``base`` and the potential-based
+    ones (what the analytic stall margin sums, :mod:`ppage_jax.analysis.audit.margin`)."""
+    from ppage_jax.rewards.registry import get_term
+
+    return [e.name for e in design.entries if e.name != "base" and not get_term(e.name).potential]
+
+
+def _check_stall_margin(
+    read: SpecReader, limit: float, dims: tuple[Dimension, ...], design: Arm, config: Config
+) -> None:
+    """A stall-margin constraint needs a space that searches a direct term (else every
+    candidate has the design's direct payments and the margin cannot tell them apart), and
+    direct terms that declare their bounds (else the margin is unknown)."""
+    key = "search.constraint.stall_margin"
+    direct = direct_terms(design)
+    searched = sorted({d.name for d in dims if d.kind != "hyperparams" and d.name in direct})
+    if not searched:
+        read.fail(
+            key,
+            limit,
+            "the space searches no direct term (only base, potential-based terms or "
+            f"hyperparameters; the design's direct terms: {direct}): the stall margin cannot "
+            "tell its candidates apart; search a direct term's weight or drop this constraint",
+        )
+    from ppage_jax.rewards.registry import get_term
+
+    size = int(config["env"]["size"])
+    for entry in design.entries:
+        if entry.name in direct:
+            params = {k: v for k, v in entry.params.items() if isinstance(v, (int, float))}
+            if get_term(entry.name).value_bounds(params, size) is None:
+                read.fail(
+                    key,
+                    limit,
+                    f"{entry.name} declares no value bounds, so the stall margin is unknown",
+                )
 
 
 def _check_bound(

@@ -9,9 +9,14 @@ algorithm: CMA-ES and SNES shape fitness by rank anyway, and a rank cannot be fo
 scale of the task metric.
 
 Strategies (:data:`STRATEGIES`): ``cma_es`` (evosax ``CMA_ES``), ``snes`` (evosax ``SNES``),
-``random`` (evosax ``RandomSearch``, uniform in the cube: the baseline every strategy is
-compared with). CMA-ES and SNES start from the base design's coordinates with step size
-``std`` (in unit-cube units).
+``random`` (evosax ``RandomSearch``: every generation a fresh sample of the start
+distribution, the baseline every strategy is compared with) and ``pbt`` (population-based
+training, :mod:`.pbt`: not an evosax algorithm; its first population is the random search's
+first generation). **Equal starts**: every strategy's first generation is drawn from the
+same distribution, a normal with mean ``start`` (unit coordinates: the box's centre by
+default, or a declared prior) and standard deviation ``std`` in every coordinate; CMA-ES and
+SNES then adapt it, random search keeps drawing from it. A draw outside the cube is clipped
+to the bounds when it becomes a design (:mod:`.space`).
 """
 
 from __future__ import annotations
@@ -49,15 +54,19 @@ class StrategyInfo:
 
 STRATEGIES: dict[str, StrategyInfo] = {
     "cma_es": StrategyInfo(
-        "CMA_ES", 4, True, "CMA-ES (evosax): covariance-matrix adaptation from the base design"
+        "CMA_ES", 4, True, "CMA-ES (evosax): covariance-matrix adaptation from the start"
     ),
     "snes": StrategyInfo(
-        "SNES", 4, True, "SNES (evosax): separable natural evolution strategy from the base design"
+        "SNES", 4, True, "SNES (evosax): separable natural evolution strategy from the start"
     ),
     "random": StrategyInfo(
-        "RandomSearch", 1, False, "random search (evosax): uniform in the search box"
+        "RandomSearch", 1, False, "random search (evosax): the start distribution, every time"
+    ),
+    "pbt": StrategyInfo(
+        "", 4, False, "population-based training: exploit and explore between intervals"
     ),
 }
+EVOSAX = tuple(name for name, info in STRATEGIES.items() if info.cls)
 
 
 def rank_fitness(losses: Sequence[float], feasible: Sequence[bool]) -> np.ndarray:
@@ -87,6 +96,7 @@ class Strategy:
         algorithms = require_evosax()
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; choose one of {list(STRATEGIES)}")
+        # pbt draws its first population as random search does (then trains it, .pbt)
         info = STRATEGIES[name]
         if population < info.min_population:
             raise ValueError(
@@ -94,18 +104,21 @@ class Strategy:
             )
         self.name, self.population, self.dims, self.seed = name, population, dims, seed
         solution = jnp.zeros(dims, jnp.float32)
-        cls = getattr(algorithms, info.cls)
-        if name == "random":
+        mean = jnp.full(dims, 0.5, jnp.float32) if start is None else jnp.asarray(start)
+        mean = jnp.asarray(mean, jnp.float32)
+        cls = getattr(algorithms, info.cls or "RandomSearch")
+        if not info.cls or name == "random":
+            scale = jnp.asarray(std, jnp.float32)
 
             def sample(key: jax.Array) -> jax.Array:
-                return jax.random.uniform(key, (dims,), jnp.float32)
+                """One draw of the start distribution (the other strategies' first one)."""
+                return mean + scale * jax.random.normal(key, (dims,), jnp.float32)
 
             self.algo = cls(population, solution, sampling_fn=sample)
             self.params = self.algo.default_params
         else:
             self.algo = cls(population, solution)
             self.params = self.algo.default_params.replace(std_init=jnp.asarray(std, jnp.float32))
-        mean = jnp.full(dims, 0.5, jnp.float32) if start is None else jnp.asarray(start)
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 0)
         self.state = self.algo.init(key, jnp.asarray(mean, jnp.float32), self.params)
         self._asked: jax.Array | None = None

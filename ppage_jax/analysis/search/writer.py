@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppage_jax.analysis.sweep.auditing import HEADER as AUDIT_HEADER
 from ppage_jax.analysis.sweep.writer import (
@@ -44,10 +45,14 @@ from ppage_jax.artifacts import (
     inside,
     prepare_output_dir,
     remove_partial_files,
+    write_bytes,
     write_json,
     write_text,
 )
 from ppage_jax.defaults import VERSION
+
+if TYPE_CHECKING:
+    from ppage_jax.analysis.search.spec import SearchSpec
 
 MANIFEST_FORMAT = "ppage_jax search manifest 1"
 MANIFEST = "manifest.json"
@@ -69,6 +74,10 @@ SEARCH_FILES = (
     REWARDS,
     "progress.png",
     "weights.png",
+    "pick.json",
+    "final.json",
+    "config.yaml",
+    "schedule.png",
 )
 RESULT_HEADER = ("candidate", "seed", "metric", "value")
 REEVAL_HEADER = ("arm", "seed", "metric", "value")
@@ -136,6 +145,10 @@ class SearchWriter:
     def _gen_path(self, generation: int, kind: str) -> Path:
         return self.dir / GENERATIONS / f"{generation:05d}.{kind}"
 
+    def generation_file(self, generation: int, kind: str) -> Path:
+        """The path of a generation's file ``generations/NNNNN.<kind>``."""
+        return self._gen_path(generation, kind)
+
     def read_generation(self, generation: int) -> dict:
         """A finished generation: its JSON record plus ``results`` ({(candidate, seed):
         {metric: value}}) and ``audit`` (rows)."""
@@ -169,9 +182,14 @@ class SearchWriter:
         record: dict,
         results: dict[tuple[str, int], dict[str, float]],
         audit: list[tuple],
+        extra: dict[str, str | bytes] | None = None,
     ) -> None:
-        """Record a finished generation: its files, then the manifest (the commit), then the
-        regenerated search.csv and audit.csv."""
+        """Record a finished generation: its files (``extra``: more files of it, ``{kind:
+        contents}`` written as ``generations/NNNNN.<kind>``), then the manifest (the commit),
+        then the regenerated search.csv and audit.csv."""
+        for kind, data in (extra or {}).items():
+            path = self._gen_path(generation, kind)
+            write_bytes(path, data) if isinstance(data, bytes) else write_text(path, data)
         rows = [
             (cand, seed, metric, cell(value))
             for (cand, seed), metrics in results.items()
@@ -195,6 +213,9 @@ class SearchWriter:
             keys = record["keys"]
             header = ("generation", "candidate", *keys, "seed", "metric", "flagged", "feasible")
             for cand in record["candidates"]:
+                if not cand.get("trained", True):  # refused by the constraint: one empty row
+                    values = [cell(v) for v in cand["values"]]
+                    rows.append((g, cand["name"], *values, "", "", 0, 0))
                 for seed in cand["seeds"]:
                     values = [cell(v) for v in cand["values"]]
                     rows.append(
@@ -228,3 +249,16 @@ class SearchWriter:
         write_text(self.dir / REEVAL / "episodes.csv", csv_text(EPISODE_HEADER, episodes))
         self.manifest["reevaluated"] = True
         self._commit()
+
+
+def search_identity(spec: SearchSpec, env_steps_per_update: int, horizon: int) -> dict:
+    """What defines a search's results (hashed into its manifest)."""
+    described = {k: v for k, v in spec.describe().items() if k not in ("search", "config")}
+    return dict(described, env_steps_per_update=env_steps_per_update, eval_step_limit=horizon)
+
+
+def write_above_bar(message: str) -> None:
+    """``message`` on stderr, above a running progress bar."""
+    from tqdm.auto import tqdm
+
+    tqdm.write(message, file=sys.stderr)  # above the progress bar
