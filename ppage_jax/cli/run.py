@@ -452,6 +452,10 @@ def finish(
             "env_steps_per_second": steps_per_second,  # end to end: compile included
             "train_seconds_excluding_compile": running,
             "env_steps_per_second_excluding_compile": steps_after_compile,
+            # host work between chunks (metrics, monitor, bar, checkpoints, divergence
+            # checks), whether or not it overlapped the next chunk
+            "host_seconds": result.host_seconds,
+            "host_share": result.host_seconds / running,
             "device": str(jax.devices()[0]),
             "final_training": report.last_active_rows(rows),
             "evaluation": evaluation,

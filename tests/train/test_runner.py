@@ -225,3 +225,18 @@ def test_divergence_stops_at_the_first_bad_chunk_with_prefetch(tmp_path, events)
         jax.tree.leaves(errors[True].metrics), jax.tree.leaves(errors[False].metrics), strict=True
     ):
         np.testing.assert_array_equal(a, b)
+
+
+def test_host_seconds_count_the_host_work_between_chunks():
+    # a host callback of 30 ms on each of the 8 chunks: at least 0.24 s of host work counted,
+    # and none of the device's (a run without it counts far less)
+    import time
+
+    tc = iql()
+    params = tc.env.default_params
+    quick = run_training(tc, params, 0, 1, **CHUNKS)
+    slow = run_training(tc, params, 0, 1, lambda *_: time.sleep(0.03), **CHUNKS)
+    assert slow.updates == quick.updates == UPDATES
+    assert slow.host_seconds >= 0.03 * UPDATES
+    assert quick.host_seconds < 0.03 * UPDATES
+    assert slow.host_seconds < slow.seconds

@@ -58,6 +58,8 @@ class TrainResult:
     resumed_from: int = 0  # updates restored from a checkpoint before this call
     stopped: bool = False  # stopped at a stop request before the end (resume to finish)
     checkpoint: int | None = None  # update of the newest training checkpoint on disk
+    # host work between chunks (checks, on_chunk, checkpoints), not waiting for the device
+    host_seconds: float = 0.0
 
 
 def seed_keys(seed: int, num_seeds: int) -> jax.Array:
@@ -230,6 +232,9 @@ def run_training(
         compiled = lowered.compile()
         compile_seconds = time.perf_counter() - start
 
+    # the loop's time outside the wait for a chunk's metrics and the next chunk's dispatch
+    host_seconds = 0.0
+
     def checkpoint_due() -> bool:
         return checkpoints is not None and (
             finished or stop() or checkpoints.due(done - size, done)
@@ -238,8 +243,14 @@ def run_training(
     def dispatch_next() -> tuple[bool, Any]:
         """Whether to go on and, if so, the next chunk dispatched from this chunk's runner
         (kept, not donated, for on_chunk and the checkpoint)."""
+        nonlocal host_seconds
         go_on = not finished and not stop()
-        return go_on, (compiled(runner, tc, params, curriculum) if go_on else None)
+        if not go_on:
+            return False, None
+        dispatch = time.perf_counter()
+        following = compiled(runner, tc, params, curriculum)
+        host_seconds -= time.perf_counter() - dispatch  # may run the chunk (a CPU does)
+        return True, following
 
     # pending: (runner, metrics) of the chunk dispatched (JAX runs it asynchronously) and not
     # read yet. With prefetch the next chunk is dispatched as soon as this one's metrics are
@@ -259,6 +270,7 @@ def run_training(
         following, metrics = pending
         pending = None
         metrics = gather_rows(metrics) if multi else jax.device_get(metrics)
+        host_start = time.perf_counter()
         if check is not None:
             try:
                 _check_everywhere(check, metrics, done, following, mine, tc.algorithm)
@@ -291,6 +303,7 @@ def run_training(
             fault(f"chunk:{chunks}")  # testing hook: killed while a chunk runs
         else:
             stopped = not finished
+        host_seconds += time.perf_counter() - host_start
     jax.block_until_ready(runner)
     if multi:
         runner = gather_rows(runner)
@@ -309,4 +322,5 @@ def run_training(
         resumed_from=resumed_from,
         stopped=stopped,
         checkpoint=checkpoints.last_update if checkpoints is not None else None,
+        host_seconds=host_seconds,
     )
