@@ -36,6 +36,7 @@ TWO_V_TWO = {
     "observations.per_agent": None,
 }
 PPAGE_2V2 = "ppage 2v2 speed 1 local_only"
+PPAGE_PREFIX = "ppage "  # "ppage CONFIG": CONFIG measured again beside the peers
 # (ours, theirs) pairs printed as ratios: the same loop as the peer was measured with.
 PEER_RATIOS = (
     (PPAGE_2V2, "jumanji LevelBasedForaging-v0"),
@@ -114,6 +115,20 @@ def prepare_jaxmarl_simple_tag(batch: int, steps: int) -> Timed | None:
     )
 
 
+PEERS_HEADING = "peers at batch {batch}, timed in turns (the machine's load drifts over all alike)"
+
+
+def peer_legend(base: str, batch: int) -> dict[str, str]:
+    """What the ppage rows of the peer comparison are, by row name: beside the per-config
+    rows of the same config, they would otherwise read as a second, unexplained figure."""
+    return {
+        f"{PPAGE_PREFIX}{base}": f"{base} again (random actions, batched auto-reset: the same "
+        f"loop as its per-config row at batch {batch}), re-timed beside the peers",
+        PPAGE_2V2: f"{base} with 2 predators vs 2 prey, all speed 1, the local_only observation "
+        "and no resets (the setting of Jumanji's LBF)",
+    }
+
+
 def run_peers(
     configs: Sequence[str], batch: int, steps: int, repeats: int, log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
@@ -121,12 +136,15 @@ def run_peers(
     scenario without resets, and the installed peers, at one batch size, interleaved."""
     base = next((c for c in configs if Path(c).name == "default"), configs[0] if configs else None)
     timers = [
-        prepare_env(make(load_config(base)), batch, steps, name=f"ppage {base}"),
+        prepare_env(make(load_config(base)), batch, steps, name=f"{PPAGE_PREFIX}{base}"),
         prepare_env(make(load_config(base, TWO_V_TWO)), batch, steps, resets=False, name=PPAGE_2V2),
         prepare_jumanji_lbf(batch, steps),
         prepare_jaxmarl_simple_tag(batch, steps),
     ]
     available = [t for t in timers if t is not None]
+    log(PEERS_HEADING.format(batch=batch) + ":")
+    for name, meaning in peer_legend(str(base), batch).items():
+        log(f"  {name} = {meaning}")
     rows = []
     for result in interleaved(available, repeats):
         rows.append(result.as_dict())

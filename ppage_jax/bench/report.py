@@ -18,7 +18,13 @@ import numpy as np
 
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.bench import scaling
-from ppage_jax.bench.peers import PEER_RATIOS, run_peers
+from ppage_jax.bench.peers import (
+    PEER_RATIOS,
+    PEERS_HEADING,
+    PPAGE_PREFIX,
+    peer_legend,
+    run_peers,
+)
 from ppage_jax.bench.throughput import (
     Result,
     bench_env,
@@ -94,6 +100,8 @@ def format_report(report: Mapping[str, Any]) -> str:
     """Markdown tables of a :func:`run_benchmark` report (device line first)."""
     lines = [device_line(report["device"]), ""]
     lines += [
+        "Each config with random actions and the batched auto-reset, each batch timed on its own:",
+        "",
         "| config | batch | env-steps/s | agent-steps/s | compile s | bytes/state |",
         "|---|---:|---:|---:|---:|---:|",
     ]
@@ -123,7 +131,13 @@ def format_report(report: Mapping[str, Any]) -> str:
     if report["peers"]:
         peers = [Result.from_dict(d) for d in report["peers"]]
         ref = peers[0].env_steps_per_s
+        legend = peer_legend(peers[0].name.removeprefix(PPAGE_PREFIX), peers[0].batch)
+        heading = PEERS_HEADING.format(batch=peers[0].batch)
         lines += [
+            "",
+            f"{heading[0].upper()}{heading[1:]}:",
+            "",
+            *(f"- `{name}`: {meaning}." for name, meaning in legend.items()),
             "",
             f"| at batch {peers[0].batch} | reset | env-steps/s | agent-steps/s | "
             f"ratio to first row |",

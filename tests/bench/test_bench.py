@@ -102,3 +102,48 @@ def test_missing_peers_are_skipped(monkeypatch):
     monkeypatch.setitem(sys.modules, "jaxmarl", None)
     assert benchmark.prepare_jumanji_lbf(4, 2) is None
     assert benchmark.prepare_jaxmarl_simple_tag(4, 2) is None
+
+
+def _peer_row(name: str, mode: str, rate: float) -> dict:
+    return benchmark.Result(name, mode, 4096, 6, 10, 4096 * 10 / rate, 1.0).as_dict()
+
+
+def test_the_peer_rows_say_what_they_are(monkeypatch):
+    """`configs/default` (per-config table) and `ppage configs/default` (peer comparison)
+    are the same loop measured twice: the printed run and the Markdown say so."""
+    from ppage_jax.bench import peers, report
+
+    class Stub:
+        def __init__(self, name):
+            self.result = benchmark.Result(name, "auto-reset", 4096, 6, 10, 1.0, 1.0)
+
+    monkeypatch.setattr(peers, "prepare_env", lambda env, b, s, resets=True, name="": Stub(name))
+    monkeypatch.setattr(peers, "prepare_jumanji_lbf", lambda b, s: None)
+    monkeypatch.setattr(peers, "prepare_jaxmarl_simple_tag", lambda b, s: None)
+    monkeypatch.setattr(peers, "interleaved", lambda timers, repeats: [t.result for t in timers])
+    printed: list[str] = []
+    peers.run_peers(["configs/default"], 4096, 10, 1, log=printed.append)
+    assert printed[0] == (
+        "peers at batch 4096, timed in turns (the machine's load drifts over all alike):"
+    )
+    assert printed[1].startswith("  ppage configs/default = configs/default again (random ")
+    assert "the same loop as its per-config row at batch 4096" in printed[1]
+    assert printed[2].startswith("  ppage 2v2 speed 1 local_only = configs/default with 2 ")
+    assert printed[3].startswith("ppage configs/default ") and "(2 peer(s)" in printed[-1]
+
+    text = report.format_report(
+        {
+            "device": benchmark.device_info(),
+            "scaling": [_peer_row("configs/default", "auto-reset", 7e5)],
+            "oracle": [],
+            "first_step": [],
+            "peers": [
+                _peer_row("ppage configs/default", "auto-reset", 8e5),
+                _peer_row("ppage 2v2 speed 1 local_only", "no reset", 8e6),
+            ],
+        }
+    )
+    assert "Each config with random actions and the batched auto-reset" in text
+    assert "\nPeers at batch 4096, timed in turns" in text
+    assert "- `ppage configs/default`: configs/default again (random actions" in text
+    assert "- `ppage 2v2 speed 1 local_only`: configs/default with 2 predators" in text
