@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from ppage_jax.artifacts import OutputError
 
     args = build_parser().parse_args(argv)
+    _one_line_notices()
     try:
         start = _compile_cache_start() if getattr(args, "compile_cache", False) else None
         with _after_import("jax", start):  # the cache starts when JAX loads, if it does
@@ -185,3 +186,24 @@ def _after_import(name: str, callback: Callable[[], object] | None) -> Iterator[
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _one_line_notices() -> None:
+    """Print each config notice as one ``notice: ...`` line, not as a Python warning with its
+    source line; other warnings keep their format (formatting only: a recorder such as
+    ``pytest.warns`` still records them)."""
+    import warnings
+
+    from ppage_jax.config.fields import ConfigNotice
+
+    original = warnings.formatwarning
+    if getattr(original, "one_line_notices", False):
+        return
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        if issubclass(category, ConfigNotice):
+            return f"notice: {message}\n"
+        return original(message, category, filename, lineno, line)
+
+    formatwarning.one_line_notices = True  # type: ignore[attr-defined]
+    warnings.formatwarning = formatwarning
