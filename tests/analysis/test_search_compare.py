@@ -199,3 +199,30 @@ def test_the_cli_runs_repeated_searches_and_compares_the_strategies(tmp_path):
     # resumed: every search is finished, nothing runs again, the same comparison
     assert cli_main([*args, "--resume"]) == 0
     assert (out / "comparison.md").read_text() == text
+
+
+def test_the_references_alone_carry_every_term_of_the_space(tmp_path):
+    # re-evaluated once, without a pick beside them, the references still train on the env of
+    # the whole space: each gets the design's terms it lacks at weight 0, in the design's
+    # order, so its params have the env's structure (a missing term failed at the first step)
+    import dataclasses
+
+    import jax
+
+    from ppage_jax.analysis.search.repeat import _with_design_terms
+    from ppage_jax.env import make
+
+    root = Path(__file__).resolve().parents[2]
+    references = {"base_only": {"config": str(root / "configs/ablation/base_only")}}
+    spec = load_search(write_search(tmp_path / "s.yaml", references=references))
+    env = make(spec.config)
+    assert len(spec.references[0].entries) < len(spec.design.entries)  # lacks design terms
+    arms = tuple(_with_design_terms(r, spec) for r in spec.references)
+    design = [e.name for e in spec.design.entries]
+    for arm, reference in zip(arms, spec.references, strict=True):
+        assert [e.name for e in arm.entries][: len(design)] == design
+        own = {e.name: e.weight for e in reference.entries}
+        assert {e.name: e.weight for e in arm.entries} == {n: own.get(n, 0.0) for n in design}
+    part = dataclasses.replace(spec.reevaluation_sweep(spec.design), arms=arms)
+    want = jax.tree.structure(env.default_params)
+    assert all(jax.tree.structure(p) == want for p in part.arm_params(env))

@@ -27,6 +27,7 @@ import numpy as np
 
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.writer import EPISODE_HEADER, REEVAL_HEADER
+from ppage_jax.analysis.sweep.spec import Arm
 from ppage_jax.analysis.sweep.writer import cell, csv_text
 from ppage_jax.artifacts import prepare_output_dir, write_json, write_text
 
@@ -120,6 +121,17 @@ def _finished(directory: Path) -> bool:
     return bool(manifest.get("reevaluated")) and (directory / "pick.json").is_file()
 
 
+def _with_design_terms(arm: Arm, spec: SearchSpec) -> Arm:
+    """``arm`` with every term of the search's design it lacks at weight 0, in the design's
+    order: the env the re-evaluation steps carries every term of the space, as when the
+    references train beside a pick (:func:`~.reevaluate.reevaluate`)."""
+    import dataclasses
+
+    own = {e.name: e for e in arm.entries}
+    design = [own.pop(e.name, dataclasses.replace(e, weight=0.0)) for e in spec.design.entries]
+    return dataclasses.replace(arm, entries=(*design, *own.values()))
+
+
 def reevaluate_references(
     spec: SearchSpec, out: Path, progress: bool = True, resume: bool = True
 ) -> Path:
@@ -137,7 +149,8 @@ def reevaluate_references(
     env = make(spec.config)
     horizon = spec.eval_max_steps or int(np.asarray(env.default_params.max_steps).reshape(-1)[0])
     rspec = spec.reevaluation_sweep(spec.design)
-    part = dataclasses.replace(rspec, arms=spec.references)
+    arms = tuple(_with_design_terms(r, spec) for r in spec.references)
+    part = dataclasses.replace(rspec, arms=arms)
     results, episodes = run_parts([part], spec.config, env, horizon, progress, (), out)
     rows = [
         (arm, seed, metric, cell(value))
