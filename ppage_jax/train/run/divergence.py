@@ -60,6 +60,11 @@ class DivergenceCheck:
         is_pred = np.asarray(tc.env.is_predator, bool)
         self.roles = [r for r, rows in zip(ROLES, (is_pred, ~is_pred), strict=True) if rows.any()]
 
+    def compile(self, runner: Any) -> None:
+        """Compile the parameter check for ``runner``'s shapes now, by running it once
+        before training, so that the first chunk's check does not compile on the way."""
+        jax.block_until_ready(self.finite_params(runner))
+
     def prime(self, metrics: dict) -> None:
         """Note the losses already finite in ``metrics`` (restored from a checkpoint)."""
         for name, values in metrics.get("losses", {}).items():

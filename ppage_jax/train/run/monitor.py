@@ -328,6 +328,8 @@ class Monitor:
         self.start_levels: dict[tuple[int, str], dict[str, float]] = {}
         self.flags: list[Flag] = []
         self.windows_checked = 0  # full windows seen (all seeds): 0 means nothing was checked
+        if cfg.enabled and self.columns:
+            from scipy import stats  # noqa: F401  (the trend test's; loaded now, not mid-run)
 
     @classmethod
     def for_run(

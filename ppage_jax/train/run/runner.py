@@ -230,6 +230,8 @@ def run_training(
         lowered = _chunk_seeds.lower(runner, tc, params, curriculum, size=size, batch=batch)
         fault_soon("compile")  # testing hook: killed while XLA compiles
         compiled = lowered.compile()
+        if check is not None:
+            check.compile(runner)
         compile_seconds = time.perf_counter() - start
 
     # the loop's time outside the wait for a chunk's metrics and the next chunk's dispatch
