@@ -209,7 +209,7 @@ def test_the_references_alone_carry_every_term_of_the_space(tmp_path):
 
     import jax
 
-    from ppage_jax.analysis.search.repeat import _with_design_terms
+    from ppage_jax.analysis.search.repeat import with_design_terms
     from ppage_jax.env import make
 
     root = Path(__file__).resolve().parents[2]
@@ -217,7 +217,7 @@ def test_the_references_alone_carry_every_term_of_the_space(tmp_path):
     spec = load_search(write_search(tmp_path / "s.yaml", references=references))
     env = make(spec.config)
     assert len(spec.references[0].entries) < len(spec.design.entries)  # lacks design terms
-    arms = tuple(_with_design_terms(r, spec) for r in spec.references)
+    arms = tuple(with_design_terms(r, spec) for r in spec.references)
     design = [e.name for e in spec.design.entries]
     for arm, reference in zip(arms, spec.references, strict=True):
         assert [e.name for e in arm.entries][: len(design)] == design

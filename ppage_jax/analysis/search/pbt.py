@@ -58,9 +58,8 @@ from ppage_jax.analysis.search.space import Dimension, candidate_arm, candidate_
 from ppage_jax.analysis.search.spec import PBTSettings, SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy
 from ppage_jax.analysis.search.writer import (
-    SearchWriter,
+    open_search_writer,
     read_csv,
-    search_identity,
     write_above_bar,
 )
 from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
@@ -385,21 +384,9 @@ def run_pbt(
     program = pbt_program(spec, env, init_fn, update_fn, eval_fn)
     traced_before = program.traces["interval"]
     steps = program.env_steps_per_update
-    horizon = spec.eval_max_steps or int(np.asarray(env.default_params.max_steps).reshape(-1)[0])
+    horizon = spec.step_limit(env)
     out_dir = Path(output_dir or spec.output_dir)
-    writer = SearchWriter(
-        out_dir,
-        dict(
-            spec.describe(),
-            devices=jax.device_count(),
-            platform=jax.devices()[0].platform,
-            env_steps_per_update=steps,
-            eval_step_limit=horizon,
-        ),
-        search_identity(spec, steps, horizon),
-        resume=resume,
-        overwrite=overwrite,
-    )
+    writer = open_search_writer(spec, out_dir, steps, horizon, resume=resume, overwrite=overwrite)
     members = settings.population
     seeds = [spec.train_seed + m for m in range(members)]
     keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])

@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.writer import EPISODE_HEADER, REEVAL_HEADER
 from ppage_jax.analysis.sweep.spec import Arm
@@ -121,7 +119,7 @@ def _finished(directory: Path) -> bool:
     return bool(manifest.get("reevaluated")) and (directory / "pick.json").is_file()
 
 
-def _with_design_terms(arm: Arm, spec: SearchSpec) -> Arm:
+def with_design_terms(arm: Arm, spec: SearchSpec) -> Arm:
     """``arm`` with every term of the search's design it lacks at weight 0, in the design's
     order: the env the re-evaluation steps carries every term of the space, as when the
     references train beside a pick (:func:`~.reevaluate.reevaluate`)."""
@@ -147,9 +145,9 @@ def reevaluate_references(
     if resume and (out / DONE).is_file():
         return out
     env = make(spec.config)
-    horizon = spec.eval_max_steps or int(np.asarray(env.default_params.max_steps).reshape(-1)[0])
+    horizon = spec.step_limit(env)
     rspec = spec.reevaluation_sweep(spec.design)
-    arms = tuple(_with_design_terms(r, spec) for r in spec.references)
+    arms = tuple(with_design_terms(r, spec) for r in spec.references)
     part = dataclasses.replace(rspec, arms=arms)
     results, episodes = run_parts([part], spec.config, env, horizon, progress, (), out)
     rows = [

@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 from ppage_jax.analysis.audit.margin import stall_margins
@@ -34,7 +33,7 @@ from ppage_jax.analysis.search.programs import RunProgram
 from ppage_jax.analysis.search.space import candidate_arm, candidate_values, outside_box
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
-from ppage_jax.analysis.search.writer import SearchWriter, search_identity, write_above_bar
+from ppage_jax.analysis.search.writer import open_search_writer, write_above_bar
 from ppage_jax.analysis.sweep.auditing import audit_rows
 from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
 from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn
@@ -140,21 +139,9 @@ def search_rewards(
     template = spec.sweep()
     program = RunProgram(template, env, train_fn, eval_fn, env_steps_per_update)
     steps = program.env_steps_per_update
-    horizon = spec.eval_max_steps or int(np.asarray(env.default_params.max_steps).reshape(-1)[0])
+    horizon = spec.step_limit(env)
     out_dir = Path(output_dir or spec.output_dir)
-    writer = SearchWriter(
-        out_dir,
-        dict(
-            spec.describe(),
-            devices=jax.device_count(),
-            platform=jax.devices()[0].platform,
-            env_steps_per_update=steps,
-            eval_step_limit=horizon,
-        ),
-        search_identity(spec, steps, horizon),
-        resume=resume,
-        overwrite=overwrite,
-    )
+    writer = open_search_writer(spec, out_dir, steps, horizon, resume=resume, overwrite=overwrite)
     keys_order = [d.key for d in spec.dims]
     strategy = Strategy(
         spec.strategy, spec.population, len(spec.dims), spec.seed, spec.start, spec.std

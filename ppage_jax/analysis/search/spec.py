@@ -37,6 +37,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
 from ppage_jax.analysis.search.strategies import STRATEGIES
 from ppage_jax.analysis.sweep.reading import (
@@ -260,6 +262,10 @@ class SearchSpec:
             baseline=refs[0] if refs else best.name,
             baselines=refs or (best.name,),
         )
+
+    def step_limit(self, env: Any) -> int:
+        """The evaluation's step limit: ``eval.max_steps``, else the env's ``max_steps``."""
+        return self.eval_max_steps or int(np.asarray(env.default_params.max_steps).reshape(-1)[0])
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready summary (what defines the search's results, with the config by hash)."""

@@ -262,3 +262,21 @@ def write_above_bar(message: str) -> None:
     from tqdm.auto import tqdm
 
     tqdm.write(message, file=sys.stderr)  # above the progress bar
+
+
+def open_search_writer(
+    spec: SearchSpec, out_dir: Path, steps: int, horizon: int, *, resume: bool, overwrite: bool
+) -> SearchWriter:
+    """The :class:`SearchWriter` of a search (any strategy): its description with the devices,
+    env steps per update and step limit, and the identity a resume must match."""
+    import jax
+
+    described = dict(
+        spec.describe(),
+        devices=jax.device_count(),
+        platform=jax.devices()[0].platform,
+        env_steps_per_update=steps,
+        eval_step_limit=horizon,
+    )
+    identity = search_identity(spec, steps, horizon)
+    return SearchWriter(out_dir, described, identity, resume=resume, overwrite=overwrite)
