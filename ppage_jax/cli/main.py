@@ -34,7 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("ppage_jax.cli.render", "write one episode as a GIF or an HTML inspector page"),
     "audit": ("ppage_jax.cli.audit", "audit a reward design with baseline policies"),
     "sweep": ("ppage_jax.cli.sweep", "run a reward-ablation sweep (arms x seeds)"),
-    "search": ("ppage_jax.cli.search", "search reward weights with an evolution strategy"),
+    "search": (
+        "ppage_jax.cli.search",
+        "search reward weights (evolution strategies, random, PBT); compare strategies",
+    ),
     "bench": ("ppage_jax.cli.bench", "measure throughput (env-steps/s) against peers"),
     "launch": ("ppage_jax.cli.launch", "start N local processes of a subcommand (distributed)"),
     "convert": ("ppage_jax.cli.convert", "write a PPAGE config directory in the strict form"),
