@@ -280,7 +280,7 @@ def train_and_report(
         capture = np.asarray(metrics["capture_rate"])[active]
         length = np.asarray(metrics["episode_length"])[active]
         parts = [f"{rate:,.0f} env-steps/s"] if np.isfinite(rate) else []
-        if capture.size:
+        if np.isfinite(capture).any():  # a chunk with finished episodes
             parts += [f"capture {np.nanmean(capture):.2f}", f"ep len {np.nanmean(length):.1f}"]
         bar.set_postfix_str(", ".join(parts))
 

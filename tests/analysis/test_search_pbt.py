@@ -360,3 +360,60 @@ def test_a_member_the_monitor_flags_is_infeasible_and_replaced(tmp_path, monkeyp
     assert first[0]["reason"] == "the reward-hacking monitor flagged its lineage (hacking/predator)"
     second = [c for c in summary["candidates"] if c["generation"] == 1]
     assert second[0]["source"] != 0  # member 0 copied a feasible member's learner
+
+
+@pytest.mark.slow
+def test_ppage_jax_run_replays_the_schedule_to_the_re_evaluated_bits(tmp_path):
+    """An IPPO population's pick: ``ppage-jax run config.yaml`` on the re-evaluation's seeds
+    and layouts (the command the pick's files print) gives every seed's re-evaluated RMST and
+    capture rate exactly; a search killed during the re-evaluation resumes from the written
+    pick (no population state needed) to the same files."""
+    import csv
+    import json
+    import shlex
+
+    from test_search import IPPO
+
+    from ppage_jax.analysis.search.reevaluate import replay_command
+    from ppage_jax.cli.main import main
+
+    path = write_pbt(
+        tmp_path / "s.yaml",
+        updates=4,
+        set=dict(IPPO, **{"experiment.total_timesteps": 4 * 8 * 4}),
+        pbt={"population": 4, "interval": 2},
+        eval={"episodes": 6, "policy": "sampled"},  # the study's: the run's "trained" row
+    )
+    spec = load_search(path)
+    out = tmp_path / "search"
+    run_pbt(spec, out, progress=False)
+    with (out / "reevaluation/results.csv").open() as f:
+        scores = {
+            (r["seed"], r["metric"]): float(r["value"] or "nan")
+            for r in csv.DictReader(f)
+            if r["arm"] == "selected"
+        }
+    command = replay_command(spec, out / "config.yaml")
+    assert command in (out / "config.yaml").read_text().replace(
+        "<this directory>/config.yaml", str(out / "config.yaml")
+    )
+    args = shlex.split(command)[1:] + ["--out", str(tmp_path / "replay"), "--no-progress"]
+    assert main(args) == 0
+    summary = json.loads((tmp_path / "replay" / "summary.json").read_text())
+    per_seed = summary["evaluation"]["rows"]["trained"]["per_seed"]
+    assert len(per_seed) == 2
+    for j, row in enumerate(per_seed):
+        seed = str(50 + j)
+        assert row["rmst"] == scores[seed, "rmst"]
+        assert row["capture_rate"] == scores[seed, "capture_rate"]
+    # killed during the re-evaluation: only the pick and its schedule are needed
+    written = {p: (out / p).read_bytes() for p in ("reevaluation/results.csv", "report.md")}
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps(dict(manifest, reevaluated=False)))
+    for p in (out / "reevaluation").iterdir():
+        p.unlink()
+    for p in (out / "generations").glob("*.npz"):
+        p.unlink()
+    again = run_pbt(spec, out, progress=False, resume=True)
+    assert again["generations_run"] == 0
+    assert {p: (out / p).read_bytes() for p in written} == written

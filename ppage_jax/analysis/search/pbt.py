@@ -69,9 +69,12 @@ from ppage_jax.analysis.sweep.spec import Arm
 from ppage_jax.analysis.sweep.trainers import EvalFn
 from ppage_jax.analysis.sweep.writer import cell, csv_text, float_value
 from ppage_jax.artifacts import OutputError, fault, write_json, write_text
-from ppage_jax.config import Config
+from ppage_jax.config import Config, load_config
 from ppage_jax.env import GridWorld, make
 from ppage_jax.state import EnvParams
+
+PICK = "pick.json"  # the selected design or schedule, in one form for every strategy
+FINAL = "final.json"  # every member on the search's held-out layouts
 
 # Runner-state fields a member keeps when it copies another's learner: its grids, its random
 # key and its counters. Every other field (networks, optimiser states, return scales) is
@@ -387,6 +390,10 @@ def run_pbt(
     horizon = spec.step_limit(env)
     out_dir = Path(output_dir or spec.output_dir)
     writer = open_search_writer(spec, out_dir, steps, horizon, resume=resume, overwrite=overwrite)
+    if resume and evaluate and not writer.reevaluated and (out_dir / PICK).is_file():
+        # killed during the re-evaluation: the pick and its schedule are written, and the
+        # re-evaluation needs nothing else (not the population's state)
+        return _reevaluate_written(spec, env, writer, out_dir, steps, progress, references, say)
     members = settings.population
     seeds = [spec.train_seed + m for m in range(members)]
     keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
@@ -663,7 +670,7 @@ def _final(
     """Every member evaluated on the search's held-out layouts (``final.json``; read back
     when the search already finished) and the selected member: the best feasible one by
     that score (earliest member on ties)."""
-    path = out_dir / "final.json"
+    path = out_dir / FINAL
     if done and path.is_file():
         return json.loads(path.read_text())
     last = np.asarray([h[-1] for h in pop.history], np.float64)
@@ -695,16 +702,65 @@ def _final(
     return final
 
 
+def _reevaluate_written(
+    spec: SearchSpec,
+    env: GridWorld,
+    writer: Any,
+    out_dir: Path,
+    steps: int,
+    progress: bool,
+    references: bool,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Re-evaluate the schedule a finished search wrote (``pick.json``, ``config.yaml``),
+    then rewrite the report when the final evaluation's file is there."""
+    from ppage_jax.analysis.search.reevaluate import reevaluate
+
+    start = time.perf_counter()
+    best = json.loads((out_dir / PICK).read_text())
+    config = load_config(out_dir / "config.yaml")
+    say(f"pbt: re-evaluating {best['name']}'s written schedule on fresh seeds and layouts")
+    arm = candidate_arm(spec.design, spec.dims, best["schedule"][0], "selected")
+    horizon = spec.step_limit(env)
+    re_results, re_episodes = reevaluate(
+        spec, env, arm, horizon, progress, (), out_dir, None, steps, config, references
+    )
+    writer.write_reevaluation(re_results, re_episodes)
+    seconds = time.perf_counter() - start
+    writer.write_description(search_seconds=round(writer.previous_seconds + seconds, 2))
+    summary: dict[str, Any] = {
+        "candidates": [],
+        "best": best,
+        "population": None,
+        "runner": None,
+        "generations_run": 0,
+        "compile_calls": 0,
+        "traces": {},
+        "output_dir": str(out_dir),
+        "stopped": False,
+        "reevaluation": re_results,
+        "seconds": seconds,
+    }
+    if (out_dir / FINAL).is_file():
+        from ppage_jax.analysis.search.report import write_pbt_report
+
+        summary["report"] = str(write_pbt_report(out_dir, spec))
+    return summary
+
+
 def _write_pick(out_dir: Path, spec: SearchSpec, best: dict, config: Config) -> None:
     """``config.yaml`` (the search's config replaying the selected schedule: ``ppage-jax run
     config.yaml``), ``rewards.yaml`` (its first interval's design, the schedule in a comment)
     and ``pick.json``."""
+    from ppage_jax.analysis.search.reevaluate import replay_command
     from ppage_jax.analysis.search.report import rewards_yaml
 
     header = (
         f"# PBT's selected schedule ({Path(spec.path).name}, member {best['name']}): the "
         f"search's config with experiment.curriculum replaying its reward values per "
         "interval. Replay it with: ppage-jax run <this directory>/config.yaml\n"
+        "# On the re-evaluation's seeds and layouts (the same bits as its re-evaluation): "
+        f"{replay_command(spec, '<this directory>/config.yaml')}\n"
     )
     write_text(out_dir / "config.yaml", header + config.to_yaml())
     lines = ["# PBT's schedule, per interval of the run (experiment.curriculum in config.yaml):"]
@@ -728,7 +784,7 @@ def write_pick(
     """``pick.json``: the search's selected design (or schedule) in one form for every
     strategy: what the comparison of strategies reads."""
     return write_json(
-        out_dir / "pick.json",
+        out_dir / PICK,
         {
             "strategy": spec.strategy,
             "name": name,

@@ -10,6 +10,7 @@ over layouts (:mod:`.report`)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,13 +51,121 @@ def reevaluate(
     refs = tuple(r for r in rspec.arms if r.name != selected.name) if references else ()
     if schedule is None:
         parts = [dataclasses.replace(rspec, arms=(selected, *refs))]
-    else:
-        parts = [dataclasses.replace(rspec, config=schedule, arms=(selected,))]
-        if refs:
-            parts.append(dataclasses.replace(rspec, arms=refs))
-    return run_parts(
-        parts, spec.config, env, horizon, progress, loggers, out_dir, train_fn, env_steps_per_update
-    )
+        return run_parts(
+            parts,
+            spec.config,
+            env,
+            horizon,
+            progress,
+            loggers,
+            out_dir,
+            train_fn,
+            env_steps_per_update,
+        )
+    part = dataclasses.replace(rspec, config=schedule, arms=(selected,))
+    results, rows = replay_schedule(spec, part, env, horizon, progress, loggers, out_dir)
+    if refs:
+        more, more_rows = run_parts(
+            [dataclasses.replace(rspec, arms=refs)],
+            spec.config,
+            env,
+            horizon,
+            progress,
+            loggers,
+            out_dir,
+        )
+        results.update(more)
+        rows += more_rows
+    return results, rows
+
+
+def replay_command(spec: SearchSpec, config_path: str | Path) -> str:
+    """The ``ppage-jax run`` call that replays a PBT schedule written at ``config_path`` on
+    the re-evaluation's seeds and layouts (:func:`replay_schedule` gives the same bits)."""
+    sets = " ".join(f"--set {k}={v}" for k, v in replay_overrides(spec).items())
+    return f"ppage-jax run {config_path} {sets}"
+
+
+def replay_overrides(spec: SearchSpec) -> dict[str, object]:
+    """The experiment keys that put a run on the re-evaluation's seeds and layouts."""
+    re = spec.reevaluate
+    out: dict[str, object] = {
+        "experiment.seed": re.train_seed,
+        "experiment.num_seeds": re.seeds,
+        "experiment.eval.seed": re.eval_seed,
+        "experiment.eval.episodes": re.episodes,
+    }
+    if spec.eval_max_steps is not None:
+        out["experiment.eval.max_steps"] = spec.eval_max_steps
+    return out
+
+
+def replay_schedule(
+    spec: SearchSpec,
+    part: SweepSpec,
+    env: GridWorld,
+    horizon: int,
+    progress: bool = True,
+    loggers: Sequence[str] = (),
+    out_dir: str | Path = ".",
+) -> tuple[dict, list]:
+    """A PBT pick (``part``: its one arm, on the schedule's config) trained and evaluated by
+    the program ``ppage-jax run`` runs: the seeds vmapped in the runner's compiled chunks
+    under the config's curriculum, then the run's evaluation rows on the re-evaluation's
+    layouts, the row of the search's evaluation policy kept. So the replay
+    (:func:`replay_command`) reproduces the re-evaluated scores bit for bit. Results and
+    episode rows as :func:`run_parts`."""
+    from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
+    from ppage_jax.analysis.sweep.program import take
+    from ppage_jax.env import make
+    from ppage_jax.tracking.status import phase
+    from ppage_jax.train.run.curriculum import config_curriculum
+    from ppage_jax.train.run.evaluate import evaluate_episodes, rows_for
+    from ppage_jax.train.run.experiment import make_train_config
+    from ppage_jax.train.run.runner import run_training
+
+    (selected,) = part.arms
+    config = part.config.with_overrides(replay_overrides(spec))
+    run_env = make(config)
+    tc = make_train_config(config, run_env)
+    params = run_env.default_params
+    ev = config["experiment"]["eval"]
+    row = "trained_greedy" if spec.eval_policy == "greedy" else "trained"
+    which = rows_for(tc)
+    if row not in which:  # a deterministic learner: its one row is its greedy policy
+        row = "trained"
+    with (
+        phase(
+            f"re-evaluation: {selected.name}'s schedule, {part.seeds} seeds trained as "
+            f"ppage-jax run trains them, then {ev['episodes']} held-out episodes each",
+            stderr=True,
+        )
+        if progress
+        else contextlib.nullcontext()
+    ):
+        result = run_training(
+            tc, params, part.train_seed, part.seeds, curriculum=config_curriculum(config)
+        )
+        played = evaluate_episodes(
+            tc, result.policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
+        )[row]
+    monitor = arm_monitors(part.config, env, part.arm_params(env), [selected.name], part.eval_seed)
+    recorder = SweepRecorder(loggers, Path(out_dir) / "reevaluation", part)
+    results: dict = {}
+    rows: list = []
+    for j in range(part.seeds):
+        seed = part.train_seed + j
+        episodes = take(played, j)
+        result_j = run_metrics(run_env, episodes, horizon)
+        curve = curve_rows(run_env, take(result.metrics, j), tc.env_steps_per_update)
+        result_j.update(monitor_run(monitor[selected.name], seed, curve))
+        results[selected.name, seed] = result_j
+        recorder.add(selected.name, seed, result_j, curve)
+        for e, (length, captured) in enumerate(
+            zip(episodes["episode_length"], episodes["captured"], strict=True)
+        ):
+            rows.append((selected.name, seed, e, int(length), int(captured)))
+    return results, rows
 
 
 def run_parts(

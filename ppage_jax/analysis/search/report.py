@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from ppage_jax.analysis.search.constraint import selection_order
+from ppage_jax.analysis.search.reevaluate import replay_command
 from ppage_jax.analysis.search.space import bound_lines, candidate_arm
 from ppage_jax.analysis.search.spec import SearchSpec
 from ppage_jax.analysis.search.writer import (
@@ -541,7 +542,9 @@ def write_pbt_report(output_dir: str | Path, spec: SearchSpec) -> Path:
         f"{best['name']} (a lineage of m{best['root']:02d}): {metric} {_fmt(best['metric'])} on "
         f"the search's layouts ({verdict}). "
         "Its values per interval, replayed by `ppage-jax run config.yaml` (the search's config "
-        "with this `experiment.curriculum`):"
+        "with this `experiment.curriculum`); on the re-evaluation's seeds and layouts, "
+        f"`{replay_command(spec, 'config.yaml')}` trains and scores it bit for bit as the "
+        "re-evaluation below did:"
     )
     lines += ["", "| interval | " + " | ".join(f"`{d.key}`" for d in spec.dims) + " |"]
     lines.append("|---" * (len(spec.dims) + 1) + "|")
