@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 import ppage_jax.env as env_module
-from ppage_jax.bench.core import device_info
+from ppage_jax.bench.throughput import device_info
 from ppage_jax.env import make
 from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
 

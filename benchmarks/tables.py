@@ -9,7 +9,7 @@ import math
 import resource
 from pathlib import Path
 
-from ppage_jax.train.run.report import _clean
+from ppage_jax.train.run.report import json_safe
 
 # The fields of an evaluation row (ppage_jax.train.run.evaluate) a benchmark keeps.
 ROW_KEYS = (
@@ -47,4 +47,4 @@ def rmst_cells(row: dict, truncated: bool = True, cap: int = 500) -> str:
 
 def write_json(path: Path, results: dict) -> None:
     """``results`` as indented JSON (NumPy values made plain)."""
-    path.write_text(json.dumps(_clean(results), indent=2) + "\n")
+    path.write_text(json.dumps(json_safe(results), indent=2) + "\n")

@@ -2,14 +2,20 @@
 
 Every public name resolves on first use (PEP 562): ``import ppage_jax`` itself loads no JAX,
 so the command line answers ``--help`` and config errors at once, and ``pj.make``,
-``pj.render``, ``pj.train`` or ``pj.run_sweep`` each import what they need when first used.
-Using any of the reward or observation names registers the shipped terms and builders.
+``pj.render``, ``pj.train_agents`` or ``pj.run_sweep`` each import what they need when first
+used. Using any of the reward or observation names registers the shipped terms and builders.
+A subpackage is an attribute too (``pj.train``, ``pj.rewards``), loaded on first use.
+
+Deprecated names, removed in the next release, still work with a DeprecationWarning:
+``pj.format_report`` (now ``pj.format_audit_report``) and the call ``pj.train(key, config)``
+(now ``pj.train_agents``; ``pj.train`` is the training package).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ppage_jax import defaults as _defaults
@@ -60,6 +66,7 @@ _LAZY: dict[str, str] = {
     "episode_stats_init": "ppage_jax.episodes",
     "episode_stats_update": "ppage_jax.episodes",
     "rescore": "ppage_jax.episodes",
+    "play_episodes": "ppage_jax.episodes",
     "rollout_episodes": "ppage_jax.episodes",
     "summarize_episodes": "ppage_jax.episodes",
     "render": "ppage_jax.viz.frames",
@@ -67,10 +74,10 @@ _LAZY: dict[str, str] = {
     "write_gif": "ppage_jax.viz.frames",
     "TrainConfig": "ppage_jax.train",
     "make_train_config": "ppage_jax.train",
-    "train": "ppage_jax.train",
+    "train_agents": "ppage_jax.train.run.experiment",
     "AuditSettings": "ppage_jax.analysis.audit",
     "audit_rewards": "ppage_jax.analysis.audit",
-    "format_report": "ppage_jax.analysis.audit",
+    "format_audit_report": "ppage_jax.analysis.audit",
     "load_sweep": "ppage_jax.analysis.sweep",
     "run_sweep": "ppage_jax.analysis.sweep",
     "load_search": "ppage_jax.analysis.search",
@@ -81,8 +88,11 @@ _LAZY: dict[str, str] = {
     "enable_compile_cache": "ppage_jax.compilation.cache",
 }
 
+# Deprecated aliases, removed in the next release: old name -> the public name it stands for.
+_DEPRECATED: dict[str, str] = {"format_report": "format_audit_report"}
+
 if TYPE_CHECKING:  # the real types, for type checkers and editors
-    from ppage_jax.analysis.audit import AuditSettings, audit_rewards, format_report
+    from ppage_jax.analysis.audit import AuditSettings, audit_rewards, format_audit_report
     from ppage_jax.analysis.detectors import DetectorSettings, load_settings, monitor_curves
     from ppage_jax.analysis.search import load_search, search_rewards
     from ppage_jax.analysis.sweep import load_sweep, run_sweep
@@ -94,6 +104,7 @@ if TYPE_CHECKING:  # the real types, for type checkers and editors
         EpisodeStats,
         episode_stats_init,
         episode_stats_update,
+        play_episodes,
         rescore,
         rollout_episodes,
         summarize_episodes,
@@ -115,12 +126,21 @@ if TYPE_CHECKING:  # the real types, for type checkers and editors
     )
     from ppage_jax.sharding import make_mesh, replicate, shard_batch
     from ppage_jax.state import EnvParams, Layout, RewardParams, State
-    from ppage_jax.train import TrainConfig, make_train_config, train
+    from ppage_jax.train import TrainConfig, make_train_config
+    from ppage_jax.train.run.experiment import train_agents
     from ppage_jax.viz.frames import render, render_episode, write_gif
     from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
 
 
 def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:  # not cached: every use warns
+        new = _DEPRECATED[name]
+        warnings.warn(
+            f"pj.{name} is deprecated and is removed in the next release: use pj.{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(_LAZY[new]), new)
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
     elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
@@ -168,6 +188,7 @@ __all__ = [  # spelled out for type checkers
     "EpisodeStats",
     "episode_stats_init",
     "episode_stats_update",
+    "play_episodes",
     "rescore",
     "rollout_episodes",
     "summarize_episodes",
@@ -176,10 +197,10 @@ __all__ = [  # spelled out for type checkers
     "write_gif",
     "TrainConfig",
     "make_train_config",
-    "train",
+    "train_agents",
     "AuditSettings",
     "audit_rewards",
-    "format_report",
+    "format_audit_report",
     "load_sweep",
     "run_sweep",
     "load_search",

@@ -31,7 +31,7 @@ from ppage_jax import stages
 from ppage_jax.config.env_spec import EnvSpec, RewardTerm
 from ppage_jax.env import GridWorld
 from ppage_jax.observations.registry import ObservationBuilder, make_observation
-from ppage_jax.rewards.compose import _param_value, term_value
+from ppage_jax.rewards.compose import param_value, term_value
 from ppage_jax.rewards.registry import (
     CaptureEvents,
     Choice,
@@ -388,7 +388,7 @@ def _term_params(spec: TermSpec, env: GridWorld) -> dict[str, jax.Array]:
     """The traced params ``env`` configures for the term, else its declared defaults."""
     if spec.name in env.reward_terms:
         return dict(env.default_params.reward.term_params[spec.name])
-    return {key: _param_value(spec, key, v) for key, v in spec.defaults().items()}
+    return {key: param_value(spec, key, v) for key, v in spec.defaults().items()}
 
 
 def _param_variants(

@@ -17,9 +17,9 @@ from ppage_jax.bench.throughput import (
     NO_RESET,
     Result,
     Timed,
-    _compile_loop,
-    _placed,
+    compile_loop,
     interleaved,
+    place_batch,
     prepare_env,
 )
 from ppage_jax.config import load_config
@@ -62,7 +62,7 @@ def prepare_jumanji_lbf(batch: int, steps: int) -> Timed | None:
         actions = jax.random.randint(key, (batch, n_agents), 0, n_actions)
         return vstep(carry[0], actions)
 
-    compile_s, run = _compile_loop(step, _placed(carry, batch))
+    compile_s, run = compile_loop(step, place_batch(carry, batch))
     return Timed(
         Result(
             "jumanji LevelBasedForaging-v0",
@@ -100,7 +100,7 @@ def prepare_jaxmarl_simple_tag(batch: int, steps: int) -> Timed | None:
         obs, state, reward, *_ = vstep(jax.random.split(keys[0], batch), carry[1], actions)
         return obs, state, carry[2] + sum(reward[a] for a in agents)
 
-    compile_s, run = _compile_loop(step, _placed((*carry, jnp.zeros(batch, jnp.float32)), batch))
+    compile_s, run = compile_loop(step, place_batch((*carry, jnp.zeros(batch, jnp.float32)), batch))
     return Timed(
         Result(
             "jaxmarl MPE_simple_tag_v3",

@@ -243,7 +243,8 @@ def training_throughput(
     """Env-steps/s of each training algorithm (``ppage_jax.train``) on configs/1v1 with
     64 grids and its default hyperparameters: ``updates`` updates, compile timed apart.
     An algorithm whose defaults do not fit the small budget is listed with the reason."""
-    from ppage_jax.train import ALGORITHMS, make_train_config, train
+    from ppage_jax.train import ALGORITHMS, make_train_config
+    from ppage_jax.train.run.experiment import train_agents
 
     rows = []
     for name in algorithms or list(ALGORITHMS):
@@ -270,7 +271,7 @@ def training_throughput(
         params = tc.env.default_params
         start = time.perf_counter()
         compiled = (
-            jax.jit(lambda key, tc=tc, params=params: train(key, tc, params)[1])
+            jax.jit(lambda key, tc=tc, params=params: train_agents(key, tc, params)[1])
             .lower(jax.random.PRNGKey(0))
             .compile()
         )

@@ -162,7 +162,7 @@ class Timed:
         return self
 
 
-def _compile_loop(
+def compile_loop(
     step: Callable, carry: Any, warmup_steps: int = 2
 ) -> tuple[float, Callable[[int, int], None]]:
     """Compile ``steps`` iterations of ``step(key, carry) -> carry`` (step ``t`` gets
@@ -202,7 +202,7 @@ def interleaved(timers: Sequence[Timed], repeats: int) -> list[Result]:
     return [timer.result for timer in timers]
 
 
-def _placed(tree: Any, batch: int) -> Any:
+def place_batch(tree: Any, batch: int) -> Any:
     """Shard the batch across all devices when it divides evenly (else leave it). With
     several processes every process built the same whole batch and keeps its own rows; the
     batch must then divide evenly."""
@@ -245,7 +245,7 @@ def prepare_env(
         return obs, state, carry[2] + reward
 
     returns = jnp.zeros((batch, n_agents), jnp.float32)
-    compile_s, run = _compile_loop(step, _placed((obs, state, returns), batch))
+    compile_s, run = compile_loop(step, place_batch((obs, state, returns), batch))
     result = Result(
         name or env_label(env),
         AUTO_RESET if resets else NO_RESET,
@@ -286,7 +286,7 @@ def first_step_seconds(
     time does."""
     code = (
         "import json, sys, ppage_jax.bench.throughput as b; "
-        "print(json.dumps(b._first_step_here(*json.loads(sys.argv[1]))))"
+        "print(json.dumps(b.first_step_here(*json.loads(sys.argv[1]))))"
     )
     arg = json.dumps([config, batch, dict(overrides or {})])
     out = subprocess.run(
@@ -295,9 +295,11 @@ def first_step_seconds(
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _first_step_here(
+def first_step_here(
     config: str | None, batch: int, overrides: Mapping[str, Any]
 ) -> dict[str, float]:
+    """:func:`first_step_seconds` measured in this process (what its fresh process runs):
+    anything this process already compiled or cached makes it faster."""
     wall, cpu = time.perf_counter(), time.process_time()
     env = make(config, overrides)
     auto = BatchedAutoResetEnv(env, batch)

@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
     from ppage_jax.analysis.audit import (
         AuditSettings,
         audit_rewards,
-        format_report,
+        format_audit_report,
         parse_policy_pairs,
     )
     from ppage_jax.env import make
@@ -95,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
-        print(format_report(report))
+        print(format_audit_report(report))
     if args.json_path:
         write_json(args.json_path, report, indent=2)
     return 1 if args.strict and report["flags"] else 0

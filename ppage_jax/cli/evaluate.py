@@ -151,9 +151,9 @@ def _evaluate(args, run_dir: Path, own: Config, config: Config, tc, policies, ou
         out_dir, config, tc, policies, tc.env.default_params, quiet=args.json
     )
     if out_dir != run_dir:
-        write_json(out_dir / EVALUATION_FILE, report._clean(evaluation), indent=2)
+        write_json(out_dir / EVALUATION_FILE, report.json_safe(evaluation), indent=2)
     if args.json:
-        print(json.dumps(report._clean(evaluation), indent=2))
+        print(json.dumps(report.json_safe(evaluation), indent=2))
     return 0
 
 

@@ -78,7 +78,9 @@ def role_mask(applies_to: str, is_predator: np.ndarray) -> np.ndarray:
     ].astype(np.float32)
 
 
-def _param_value(spec: TermSpec, key: str, value: Any) -> jax.Array:
+def param_value(spec: TermSpec, key: str, value: Any) -> jax.Array:
+    """The array a term's parameter ``key`` holds in RewardParams: a Choice's index (int32),
+    else the number (float32)."""
     declared = spec.params[key]
     if isinstance(declared, Choice):
         return jnp.asarray(declared.index(value), dtype=jnp.int32)
@@ -156,7 +158,7 @@ class RewardComposer:
                 else np.zeros((0, self.layout.num_agents), np.float32)
             ),
             term_params={
-                e.name: {k: _param_value(s, k, v) for k, v in e.params.items()}
+                e.name: {k: param_value(s, k, v) for k, v in e.params.items()}
                 for e, s in zip(self.entries, self.specs, strict=True)
             },
             gamma=jnp.asarray(gamma, dtype=jnp.float32),

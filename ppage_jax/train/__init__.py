@@ -46,7 +46,8 @@ The contract every algorithm module follows::
 them in chunks to drive its progress bar (:func:`progress.run_updates`), which gives the same
 result as ``train``. The contract is :class:`protocol.Algorithm`; :mod:`ppage_jax.train.registry`
 maps each algorithm to its module, and the config package declares its hyperparameters
-(:mod:`ppage_jax.config.algorithms`).
+(:mod:`ppage_jax.config.algorithms`). ``pj.train_agents(key, config)``
+(:func:`ppage_jax.train.run.experiment.train_agents`) picks the module from the config.
 
 This package imports no learner: its names resolve on first use. Loading a config never
 imports it.
@@ -57,15 +58,12 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import jax
-
-    from ppage_jax.config import Config
     from ppage_jax.config.hyperparams import Hyperparams
     from ppage_jax.defaults import ROLES
-    from ppage_jax.state import EnvParams
     from ppage_jax.train.config import TrainConfig
     from ppage_jax.train.protocol import Algorithm
     from ppage_jax.train.registry import (
@@ -90,40 +88,21 @@ _LAZY: dict[str, str] = {
 }
 
 
-def train(
-    key: jax.Array,
-    config: TrainConfig | Config,
-    params: EnvParams | None = None,
-    hyperparams: dict[str, Any] | None = None,
-) -> tuple[Any, dict]:
-    """Train the configured algorithm: ``(runner_state, metrics)``.
-
-    ``config`` is a TrainConfig (or a Config, converted with :func:`make_train_config`, whose
-    ``experiment.curriculum`` then applies); ``params`` defaults to the environment's
-    default params. ``hyperparams`` (``{name: value}``, traced: jit this with them as an
-    argument and new values do not recompile) replace the algorithm's traced
-    hyperparameters (:mod:`ppage_jax.train.kit.traced`).
-    """
-    from ppage_jax.config import Config
-    from ppage_jax.train.registry import algorithm
-    from ppage_jax.train.run.curriculum import config_curriculum
-    from ppage_jax.train.run.experiment import make_train_config
-    from ppage_jax.train.run.progress import train_loop
-
-    tc = make_train_config(config) if isinstance(config, Config) else config
-    params = tc.env.default_params if params is None else params
-    module = algorithm(tc.algorithm)
-    curriculum = config_curriculum(config) if isinstance(config, Config) else None
-    if curriculum is not None or hyperparams:
-        return train_loop(module.init, module.update, key, tc, params, curriculum, hyperparams)
-    return module.train(key, tc, params)
-
-
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name == "train":  # deprecated, removed in the next release
+        warnings.warn(
+            "ppage_jax.train.train is deprecated and is removed in the next release: use "
+            "pj.train_agents (ppage_jax.train.run.experiment.train_agents)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from ppage_jax.train.run.experiment import train_agents
+
+        return train_agents
     from ppage_jax.train.registry import ALGORITHMS, algorithm
 
     if name in ALGORITHMS:  # ppage_jax.train.<algorithm>: the module implementing it
@@ -136,7 +115,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "train",
     # the lazy names (_LAZY), spelled out for type checkers
     "ALGORITHMS",
     "Algorithm",
@@ -150,12 +128,21 @@ __all__ = [
 ]
 
 
-class _CallablePackage(types.ModuleType):
-    """``ppage_jax.train`` is also the ``train`` function, so ``pj.train(key, config)`` works
-    even after ``import ppage_jax.train.<algorithm>`` bound the package to ``pj.train``."""
+class _DeprecatedCallablePackage(types.ModuleType):
+    """Deprecated, removed in the next release: ``pj.train(key, config)``, the package called
+    as a function, forwards to :func:`ppage_jax.train_agents` with a DeprecationWarning.
+    Afterwards this package is a plain module."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, dict]:
-        return train(*args, **kwargs)
+        warnings.warn(
+            "pj.train(...) is deprecated and is removed in the next release: call "
+            "pj.train_agents(...) (ppage_jax.train is the training package)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from ppage_jax.train.run.experiment import train_agents
+
+        return train_agents(*args, **kwargs)
 
 
-sys.modules[__name__].__class__ = _CallablePackage
+sys.modules[__name__].__class__ = _DeprecatedCallablePackage

@@ -11,7 +11,7 @@ import ppage_jax as pj
 from ppage_jax.analysis.audit import (
     AuditSettings,
     audit_rewards,
-    format_report,
+    format_audit_report,
     parse_policy_pairs,
 )
 from ppage_jax.analysis.audit.rollouts import _ROLLOUTS
@@ -51,10 +51,16 @@ def test_noop_pairs_match_hand_computed_returns(default_report):
     assert p["shaping_share"]["prey"] == 1.0
 
 
+def test_format_report_is_a_deprecated_alias():
+    with pytest.warns(DeprecationWarning, match=r"pj\.format_report is deprecated.*format_audit"):
+        assert pj.format_report is format_audit_report
+    assert "format_audit_report" in pj.__all__ and "format_report" not in pj.__all__
+
+
 def test_an_env_without_its_config_is_named_by_its_spec(default_env, default_report):
     assert default_report["config"] == "env spec"
     assert default_report["config_hash"] == default_env.spec.digest()
-    assert format_report(default_report).startswith(
+    assert format_audit_report(default_report).startswith(
         f"Reward audit of env spec (hash {default_env.spec.digest()}): 3 predators vs 3 prey"
     )
 
@@ -315,4 +321,4 @@ def test_stalling_flags_follow_the_margin_not_potentials(
     if flagged:
         assert stall_flags(report) == {"stalling", "stall_margin"}
         assert "stall margin +0.5 > 0" in kinds(report, "stall_margin")[0]["message"]
-    assert "stall margin (analytic" in format_report(report)
+    assert "stall margin (analytic" in format_audit_report(report)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ppage_jax as pj
-from ppage_jax.bench import core as benchmark
+from ppage_jax.bench import peers, throughput
 from ppage_jax.cli.main import main
 
 
@@ -59,7 +59,7 @@ def test_state_bytes_counts_every_leaf_of_one_grid():
     env = pj.make("configs/1v1")
     _, state = jax.jit(env.reset)(jax.random.PRNGKey(0))
     expected = sum(np.asarray(leaf).nbytes for leaf in jax.tree.leaves(state))
-    assert benchmark.state_bytes(env) == expected
+    assert throughput.state_bytes(env) == expected
     # 1v1 on 10x10 with 20 obstacles: positions 16 + captured 2 + stamina 8 + obstacles 160
     # + obstacle map 100 + turn 4 + captures 4 + two flags 2.
     assert expected == 16 + 2 + 8 + 160 + 100 + 4 + 4 + 2 == 296
@@ -71,7 +71,7 @@ def test_shipped_configs_finds_nested_config_dirs(tmp_path):
     (tmp_path / "group" / "b").mkdir(parents=True)
     (tmp_path / "group" / "b" / "agents.yaml").write_text("agents: {}\n")
     (tmp_path / "notes").mkdir()
-    assert benchmark.shipped_configs(tmp_path) == [
+    assert throughput.shipped_configs(tmp_path) == [
         str(tmp_path / "a"),
         str(tmp_path / "group" / "b"),
     ]
@@ -79,7 +79,7 @@ def test_shipped_configs_finds_nested_config_dirs(tmp_path):
 
 def test_oracle_for_env_matches_the_env_on_one_step():
     env = pj.make("configs/default")
-    oracle = benchmark.oracle_for_env(env)
+    oracle = throughput.oracle_for_env(env)
     obs, state = jax.jit(env.reset)(jax.random.PRNGKey(4))
     actions = np.array([0, 1, 2, 3, 0, 1], np.int32)
     _, after, reward, terminated, truncated, _ = jax.jit(env.step)(
@@ -93,29 +93,29 @@ def test_oracle_for_env_matches_the_env_on_one_step():
 
 
 def test_first_step_timing_reports_wall_and_cpu_seconds():
-    seconds = benchmark._first_step_here("configs/1v1", 4, {})
+    seconds = throughput.first_step_here("configs/1v1", 4, {})
     assert set(seconds) == {"wall", "cpu"} and seconds["wall"] > 0 and seconds["cpu"] > 0
 
 
 def test_missing_peers_are_skipped(monkeypatch):
     monkeypatch.setitem(sys.modules, "jumanji", None)  # import jumanji -> ImportError
     monkeypatch.setitem(sys.modules, "jaxmarl", None)
-    assert benchmark.prepare_jumanji_lbf(4, 2) is None
-    assert benchmark.prepare_jaxmarl_simple_tag(4, 2) is None
+    assert peers.prepare_jumanji_lbf(4, 2) is None
+    assert peers.prepare_jaxmarl_simple_tag(4, 2) is None
 
 
 def _peer_row(name: str, mode: str, rate: float) -> dict:
-    return benchmark.Result(name, mode, 4096, 6, 10, 4096 * 10 / rate, 1.0).as_dict()
+    return throughput.Result(name, mode, 4096, 6, 10, 4096 * 10 / rate, 1.0).as_dict()
 
 
 def test_the_peer_rows_say_what_they_are(monkeypatch):
     """`configs/default` (per-config table) and `ppage configs/default` (peer comparison)
     are the same loop measured twice: the printed run and the Markdown say so."""
-    from ppage_jax.bench import peers, report
+    from ppage_jax.bench import report
 
     class Stub:
         def __init__(self, name):
-            self.result = benchmark.Result(name, "auto-reset", 4096, 6, 10, 1.0, 1.0)
+            self.result = throughput.Result(name, "auto-reset", 4096, 6, 10, 1.0, 1.0)
 
     monkeypatch.setattr(peers, "prepare_env", lambda env, b, s, resets=True, name="": Stub(name))
     monkeypatch.setattr(peers, "prepare_jumanji_lbf", lambda b, s: None)
@@ -133,7 +133,7 @@ def test_the_peer_rows_say_what_they_are(monkeypatch):
 
     text = report.format_report(
         {
-            "device": benchmark.device_info(),
+            "device": throughput.device_info(),
             "scaling": [_peer_row("configs/default", "auto-reset", 7e5)],
             "oracle": [],
             "first_step": [],

@@ -46,7 +46,25 @@ def test_every_registered_algorithm_satisfies_the_protocol(name):
 def test_the_shipped_algorithms_declare_their_capabilities():
     assert set(SHIPPED) <= set(registry.ALGORITHMS)  # (other tests may re-insert entries)
     assert {name: pj.train.algorithm(name).STOCHASTIC for name in SHIPPED} == SHIPPED
-    assert callable(pj.train)  # still callable with learners imported
+
+
+def test_pj_train_is_the_package_and_train_agents_the_function(monkeypatch):
+    """``pj.train`` is the training package, whatever submodule import bound it first;
+    ``pj.train_agents`` trains. Calling the package still forwards to ``train_agents`` this
+    release, with a DeprecationWarning."""
+    import ppage_jax.train.registry  # noqa: F401  (a submodule import binds pj.train)
+    from ppage_jax.train.run import experiment
+
+    assert isinstance(pj.train, types.ModuleType) and pj.train.__name__ == "ppage_jax.train"
+    assert pj.train.register_algorithm is registry.register_algorithm
+    assert pj.train_agents is experiment.train_agents and "train_agents" in pj.__all__
+    assert "train" not in pj.__all__
+    monkeypatch.setattr(experiment, "train_agents", lambda *a, **k: (a, k))
+    with pytest.warns(DeprecationWarning, match=r"pj\.train_agents\(\.\.\.\)"):
+        assert pj.train(1, 2, hyperparams=3) == ((1, 2), {"hyperparams": 3})  # type: ignore[operator]
+    with pytest.warns(DeprecationWarning, match=r"ppage_jax\.train\.train is deprecated"):
+        from ppage_jax.train import train  # type: ignore[attr-defined]
+    assert train is experiment.train_agents
 
 
 @pytest.mark.parametrize("name", REGISTERED)
@@ -179,7 +197,7 @@ def test_a_registered_algorithm_validates_and_trains(user_algorithm):
         tiny_config("coin", {"gamma": 0.5})
     with pytest.raises(ConfigError, match=r"must be a number in \[-1, 1\]"):
         tiny_config("coin", {"bias": 2})
-    runner, metrics = pj.train(jax.random.PRNGKey(0), config)
+    runner, metrics = pj.train_agents(jax.random.PRNGKey(0), config)
     assert metrics["capture_rate"].shape == (2,)
     assert int(runner.progress.env_steps) == 16 * 8 * 2
 

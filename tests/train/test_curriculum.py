@@ -241,9 +241,9 @@ def test_the_shipped_curriculum_anneals_the_default_shaping_to_zero():
         np.testing.assert_allclose(params.reward.weights, weights)  # base, distance, survival
 
 
-def test_pj_train_applies_a_configs_curriculum(traced_training):
+def test_pj_train_agents_applies_a_configs_curriculum(traced_training):
     config, tc, train = traced_training
-    _, direct = pj.train(jax.random.PRNGKey(0), config)
+    _, direct = pj.train_agents(jax.random.PRNGKey(0), config)
     _, traced = train(jax.random.PRNGKey(0), tc.env.default_params, config_curriculum(config))
     assert sorted(direct["extras"]) == [f"curriculum/{k}" for k in sorted(SCHEDULES)]
     for key in ("episode_length", "capture_rate"):

@@ -300,13 +300,13 @@ def test_training_shards_grids_over_devices_with_single_device_results():
 
 
 def test_random_algorithm_through_the_top_level_train():
-    """``pj.train(key, Config)`` dispatches on experiment.algorithm.name; ``random`` learns
-    nothing and reports the same metrics (no losses)."""
+    """``pj.train_agents(key, Config)`` dispatches on experiment.algorithm.name; ``random``
+    learns nothing and reports the same metrics (no losses)."""
     import jax
     from train_testing import tiny_config
 
     config = tiny_config("random", total_timesteps=16 * 32 * 3)
-    runner, metrics = pj.train(jax.random.PRNGKey(0), config)
+    runner, metrics = pj.train_agents(jax.random.PRNGKey(0), config)
     assert metrics["capture_rate"].shape == (3,) and metrics["losses"] == {}
     assert int(runner.progress.env_steps) == 16 * 32 * 3
     assert int(runner.progress.episodes) == int(np.asarray(metrics["episodes"]).sum()) > 0

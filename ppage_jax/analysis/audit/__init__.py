@@ -29,8 +29,14 @@ Modules: ``settings`` (what is played and judged), ``rollouts`` (the compiled ep
 ``summary`` (the report dict and :func:`audit_rewards`), ``flags``, ``report`` (text).
 """
 
-from ppage_jax.analysis.audit.report import format_report
+from ppage_jax.analysis.audit.report import format_audit_report
 from ppage_jax.analysis.audit.settings import AUDIT_SEED, AuditSettings, parse_policy_pairs
 from ppage_jax.analysis.audit.summary import audit_rewards
 
-__all__ = ["AUDIT_SEED", "AuditSettings", "audit_rewards", "format_report", "parse_policy_pairs"]
+__all__ = [
+    "AUDIT_SEED",
+    "AuditSettings",
+    "audit_rewards",
+    "format_audit_report",
+    "parse_policy_pairs",
+]

@@ -9,7 +9,7 @@ from ppage_jax.analysis.audit.settings import COMPONENT_LABELS, ROLE_TITLES
 from ppage_jax.defaults import ROLES
 
 
-def format_report(report: dict) -> str:
+def format_audit_report(report: dict) -> str:
     """The audit as text tables (rows are policies, columns are terms)."""
     lines = []
     layout = report["layout"]

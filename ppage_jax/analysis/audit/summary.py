@@ -90,7 +90,7 @@ def audit_rewards(
     config: Config | None = None,
 ) -> dict[str, Any]:
     """Run the audit (``settings`` default: ``AuditSettings()``) and return a JSON-ready
-    report (``format_report`` renders it). ``config``, the Config ``env`` was made from,
+    report (``format_audit_report`` renders it). ``config``, the Config ``env`` was made from,
     names the report's ``config`` (its path, None for the package defaults) and
     ``config_hash``; without it ``config`` is ``"env spec"`` and ``config_hash`` the
     spec's digest."""

@@ -23,40 +23,35 @@ import jax
 from ppage_jax.config.hyperparams import MAPPOHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.algorithms import ippo as ppo
-from ppage_jax.train.algorithms.ippo import (  # noqa: F401  (the PPO pieces, importable from here)
-    READS_STATE,
-    RunnerState,
-    Trajectory,
-    gae,
-    greedy_actions,
-    learn,
-    network,
-    policy_state,
-    ppo_loss,
-    sample_actions,
-)
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import networks
 from ppage_jax.train.run import progress
 
 Hyperparams = MAPPOHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
+# Acting is IPPO's (the same actor; only the critic differs): the protocol's policy half.
+READS_STATE = ppo.READS_STATE
+policy_state = ppo.policy_state
+greedy_actions = ppo.greedy_actions
+sample_actions = ppo.sample_actions
 
 
-def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
+def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> ppo.RunnerState:
     """Networks (the critic sized for the global state), optimisers, first observations."""
     return ppo.init(key, tc, params, networks.critic_input)
 
 
 def rollout(
-    runner: RunnerState, tc: TrainConfig, params: EnvParams
-) -> tuple[RunnerState, dict, dict]:
+    runner: ppo.RunnerState, tc: TrainConfig, params: EnvParams
+) -> tuple[ppo.RunnerState, dict, dict]:
     """``num_steps`` turns of every grid: new runner, per-role Trajectory (with the critic's
     global-state input), stacked finished."""
     return ppo.rollout(runner, tc, params, networks.critic_input)
 
 
-def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[RunnerState, dict]:
+def update(
+    runner: ppo.RunnerState, tc: TrainConfig, params: EnvParams
+) -> tuple[ppo.RunnerState, dict]:
     """One rollout and one PPO update of every learning role; returns a metrics row."""
     return ppo.update(runner, tc, params, networks.critic_input)
 

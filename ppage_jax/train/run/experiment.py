@@ -31,6 +31,7 @@ from ppage_jax.train.run.checkpoint import CheckpointError, load_checkpoint
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld
+    from ppage_jax.state import EnvParams
 
 
 def make_train_config(config: Config, env=None) -> TrainConfig[Hyperparams]:
@@ -60,6 +61,32 @@ def make_train_config(config: Config, env=None) -> TrainConfig[Hyperparams]:
         start=start_policy(config, exp["start_from"], env, name),
         stagger_starts=bool(exp["stagger_starts"]),
     )
+
+
+def train_agents(
+    key: jax.Array,
+    config: TrainConfig | Config,
+    params: EnvParams | None = None,
+    hyperparams: dict[str, Any] | None = None,
+) -> tuple[Any, dict]:
+    """Train the configured algorithm: ``(runner_state, metrics)`` (``pj.train_agents``).
+
+    ``config`` is a TrainConfig (or a Config, converted with :func:`make_train_config`, whose
+    ``experiment.curriculum`` then applies); ``params`` defaults to the environment's
+    default params. ``hyperparams`` (``{name: value}``, traced: jit this with them as an
+    argument and new values do not recompile) replace the algorithm's traced
+    hyperparameters (:mod:`ppage_jax.train.kit.traced`).
+    """
+    from ppage_jax.train.run.curriculum import config_curriculum
+    from ppage_jax.train.run.progress import train_loop
+
+    tc = make_train_config(config) if isinstance(config, Config) else config
+    params = tc.env.default_params if params is None else params
+    module = algorithm(tc.algorithm)
+    curriculum = config_curriculum(config) if isinstance(config, Config) else None
+    if curriculum is not None or hyperparams:
+        return train_loop(module.init, module.update, key, tc, params, curriculum, hyperparams)
+    return module.train(key, tc, params)
 
 
 def start_policy(

@@ -152,19 +152,20 @@ def write_metrics(run_dir: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def _clean(value):
+def json_safe(value):
+    """``value`` (nested dicts and lists) with non-finite floats as None (null in JSON)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
 def write_summary(run_dir: Path, summary: dict) -> None:
     """summary.json (NaN written as null)."""
-    write_text(run_dir / SUMMARY_FILE, json.dumps(_clean(summary), indent=2) + "\n")
+    write_text(run_dir / SUMMARY_FILE, json.dumps(json_safe(summary), indent=2) + "\n")
 
 
 # ------------------------------------------------------------------ evaluation tables
