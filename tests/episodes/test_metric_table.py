@@ -9,6 +9,7 @@ import yaml
 from search_testing import write_search_file
 
 from ppage_jax.analysis.family.endpoints import DERIVED, ENDPOINTS, HEADLINE
+from ppage_jax.analysis.family.signals import BAD_DIRECTION
 from ppage_jax.analysis.search.constraint import judge
 from ppage_jax.analysis.search.report import scored_on
 from ppage_jax.analysis.search.spec import Constraint, load_search
@@ -55,6 +56,13 @@ def test_the_tables_read_from_it_are_the_ones_written_out_before():
     }
     assert monitor.LENGTH_BAD == {"predator": +1, "prey": -1}
     assert monitor.SURVIVOR_BIASED == ("steps_to_capture",)
+    assert BAD_DIRECTION == {
+        "captures": -1,
+        "capture_rate": -1,
+        "episode_length": +1,
+        "steps_to_capture": +1,
+        "hover_share": +1,
+    }
 
 
 def test_the_search_counts_the_monitors_own_check_names():
