@@ -1,5 +1,7 @@
-"""Episodes: playing a policy, per-term episode statistics, and their host-side summary."""
+"""Episodes: playing a policy, per-term episode statistics, their host-side summary and the
+metric table (each task metric's label and better direction)."""
 
+from ppage_jax.episodes.metrics import METRICS, Metric
 from ppage_jax.episodes.play import (
     EPISODE_FIELDS,
     Turn,
@@ -22,8 +24,10 @@ from ppage_jax.episodes.summary import rollout_summary, summarize_episodes
 
 __all__ = [
     "EPISODE_FIELDS",
+    "METRICS",
     "RETURN_FIELDS",
     "EpisodeStats",
+    "Metric",
     "Turn",
     "episode_keys",
     "episode_starts",

@@ -23,17 +23,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ppage_jax.episodes.metrics import headline
+
 # metric -> (label, higher is better): the headline task metrics of results.csv, in the
-# report's order.
-HEADLINE = {
-    "rmst": ("RMST: mean turns to capture, censored", False),
-    "km_median": ("KM median turns to capture", False),
-    "capture_rate": ("capture rate", True),
-    "truncated_share": ("share hitting the step limit", False),
-    "episode_length": ("episode length (turns)", False),
-    "base_return/predator": ("base return, predator", True),
-    "base_return/prey": ("base return, prey", True),
-}
+# report's order (the metric table, ppage_jax.episodes.metrics, less the survivor-biased).
+HEADLINE = headline()
 # Derived from results.csv and baselines.csv (score) or checkpoints.csv (auc).
 DERIVED = {
     "score": ("normalised RMST score: (random - arm) / (random - chase)", True),

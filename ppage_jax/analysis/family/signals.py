@@ -24,14 +24,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ppage_jax.episodes.metrics import better_sign
 from ppage_jax.stats.paired import sign_flip_p
 
-# signal -> the direction in which it moving is bad for the predators' task (+1 rising)
+# signal -> the direction in which it moving is bad for the predators' task (+1 rising): from
+# the metric table for the task metrics; captures and hover_share are training signals only.
 BAD_DIRECTION = {
     "captures": -1,
-    "capture_rate": -1,
-    "episode_length": +1,
-    "steps_to_capture": +1,
+    **{m: -better_sign(m) for m in ("capture_rate", "episode_length", "steps_to_capture")},
     "hover_share": +1,
 }
 Series = Mapping[int, float]  # env_steps -> value

@@ -25,6 +25,7 @@ from ppage_jax.analysis.search.report import BOOTSTRAP_REPS, SELECTED, load_cand
 from ppage_jax.analysis.search.writer import DESCRIPTION, REEVAL, read_csv
 from ppage_jax.analysis.sweep.writer import cell, csv_text
 from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats
 
 
@@ -71,7 +72,7 @@ def compare_searches(searches: Mapping[str, str | Path], out_dir: str | Path) ->
         for key in shared:
             if desc[key] != first[key]:
                 raise ValueError(f"search {name} differs in {key}: not an equal-budget comparison")
-    direction = -1 if first["metric"] != "capture_rate" else 1
+    direction = METRICS[first["metric"]].sign
     lines = [
         f"Equal budget: {first['generations']} generations x {first['population']} "
         f"candidates x {first['seeds']} seeds each; the selected designs re-evaluated on the "

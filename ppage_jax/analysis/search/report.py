@@ -39,17 +39,11 @@ from ppage_jax.analysis.search.writer import (
 )
 from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats
 
 BOOTSTRAP_REPS = 2000
 SELECTED = "selected"
-LABELS = {
-    "rmst": "RMST (turns to capture, censored)",
-    "km_median": "KM median turns to capture",
-    "episode_length": "episode length (turns)",
-    "truncated_share": "share hitting the step limit",
-    "capture_rate": "capture rate",
-}
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -160,6 +154,13 @@ def reevaluation_stats(out_dir: Path, references: list[str]) -> dict[str, Any] |
     return out
 
 
+def scored_on(spec: SearchSpec) -> str:
+    """The search's metric as the report names it: its label (the metric table's) and which
+    way is better."""
+    better = "higher" if spec.direction > 0 else "lower"
+    return f"**{METRICS[spec.metric].text}** ({better} is better; mean over its seeds)"
+
+
 def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
     """report.md, progress.png, weights.png and rewards.yaml in ``output_dir``."""
     out = Path(output_dir)
@@ -168,8 +169,6 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
     order = selection_order(cands)
     best = cands[order[0]]
     metric, direction = spec.metric, spec.direction
-    label = LABELS[metric]
-    better = "higher" if direction > 0 else "lower"
     gens = sorted({c["generation"] for c in cands})
     lines = [f"# Reward search: {Path(spec.path).name}", ""]
     budget = spec.config["experiment"]["total_timesteps"]
@@ -178,8 +177,8 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
         f"terms {', '.join(description['terms'])}. Strategy **{spec.strategy}** (evosax), "
         f"{spec.population} candidates x {spec.seeds} training seeds x {spec.generations} "
         f"generations = {spec.population * spec.seeds * spec.generations} training runs of "
-        f"{budget} env steps each; each candidate is scored on **{label}** ({better} is "
-        f"better; mean over its seeds) on held-out layouts "
+        f"{budget} env steps each; each candidate is scored on {scored_on(spec)} on held-out "
+        "layouts "
         f"{description['eval_seeds'][0]}-{description['eval_seeds'][1]} with the "
         f"{spec.eval_policy} policy, never on the shaped return."
     )

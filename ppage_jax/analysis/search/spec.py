@@ -66,8 +66,10 @@ from ppage_jax.config import (
 )
 from ppage_jax.config.env_spec import env_spec
 from ppage_jax.config.experiment import check_batch, check_plan, planned_updates
+from ppage_jax.episodes.metrics import METRICS, rankable
 from ppage_jax.rewards.compose import term_entries
 from ppage_jax.rewards.registry import Choice, known_terms_help, reward_terms
+from ppage_jax.train.run.monitor import TREND_CHECKS as MONITOR_CHECKS
 
 SEARCH_KEYS = (
     "config",
@@ -106,17 +108,6 @@ PBT_KEYS = ("population", "interval", "quarter", "perturb")
 # A PBT schedule is replayed as experiment.curriculum step schedules: at most this many
 # intervals (ppage_jax.config.curriculum.MAX_PIECES values a schedule).
 PBT_MAX_INTERVALS = 16
-# The monitor's checks (ppage_jax.train.run.monitor.CHECKS) a constraint may count.
-MONITOR_CHECKS = ("hacking", "episode_length", "share")
-# Task metrics a search may rank by: +1 higher is better, -1 lower is better. steps_to_capture
-# (the mean over captured episodes only) is survivor-biased and refused.
-METRICS = {
-    "rmst": -1,
-    "km_median": -1,
-    "episode_length": -1,
-    "truncated_share": -1,
-    "capture_rate": +1,
-}
 REFERENCE_DEFAULT = ("hybrid", "potential")
 
 
@@ -225,8 +216,9 @@ class SearchSpec:
 
     @property
     def direction(self) -> int:
-        """+1 when a higher ``metric`` is better, -1 when lower is."""
-        return METRICS[self.metric]
+        """+1 when a higher ``metric`` is better, -1 when lower is (the metric table,
+        :data:`ppage_jax.episodes.metrics.METRICS`)."""
+        return METRICS[self.metric].sign
 
     def sweep(self, arms: tuple[Arm, ...] | None = None) -> SweepSpec:
         """The search as a sweep over ``arms`` (default: the design and the references) on
@@ -422,9 +414,10 @@ def load_search(
     ev = read.mapping("search.eval", body.get("eval"), EVAL_KEYS)
     evaluation = read_eval(read, "search.eval", ev, config, episodes=64)
     metric = ev.get("metric", "rmst")
-    if metric not in METRICS:
-        hint = " (survivor-biased: use rmst)" if metric == "steps_to_capture" else ""
-        read.fail("search.eval.metric", metric, f"must be one of {list(METRICS)}{hint}")
+    if metric not in rankable():  # steps_to_capture (survivor-biased) is refused
+        biased = metric in METRICS and METRICS[metric].survivor_biased
+        hint = " (survivor-biased: use rmst)" if biased else ""
+        read.fail("search.eval.metric", metric, f"must be one of {list(rankable())}{hint}")
 
     con = read.mapping("search.constraint", body.get("constraint"), CONSTRAINT_KEYS)
     monitor = con.get("monitor", True)

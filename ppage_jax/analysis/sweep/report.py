@@ -40,14 +40,13 @@ from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
 from ppage_jax.analysis.sweep.monitoring import FIRST
 from ppage_jax.analysis.sweep.writer import curves_path, read_curves, read_results
 from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.episodes.metrics import diagnostics
 from ppage_jax.stats import bootstrap as stats
 from ppage_jax.stats.paired import wilson_ci
 from ppage_jax.train.run.monitor import CHECKS, PREFIX
 
 # Shown after the headline, labelled: biased towards arms whose slow episodes never end.
-DIAGNOSTICS = {
-    "steps_to_capture": ("steps to capture, captured episodes only (survivor-biased)", False),
-}
+DIAGNOSTICS = diagnostics()
 CURVES = ("capture_rate", "episode_length", "return/predator/base", "return/prey/base")
 # The evaluation curve (sweep.checkpoints), plotted when the sweep has one.
 CHECKPOINT_CURVES = ("checkpoint/rmst", "checkpoint/capture_rate")

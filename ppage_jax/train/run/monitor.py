@@ -69,16 +69,17 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.config.experiment import MONITOR_BASELINES as BASELINES
+from ppage_jax.defaults import ROLES
+from ppage_jax.episodes.metrics import better_sign, metric_of
 from ppage_jax.state import NO_TRUNCATION
 from ppage_jax.train.run.evaluate import untrained_levels
 
 PREFIX = "monitor/"
-# Direction in which a metric moving is bad for a role's task (+1 rising, -1 falling).
-TASK_BAD = {
-    "predator": {"capture_rate": -1, "steps_to_capture": +1, "base_return": -1},
-    "prey": {"capture_rate": +1, "steps_to_capture": -1, "base_return": -1},
-}
-LENGTH_BAD = {"predator": +1, "prey": -1}
+# Task metrics the hacking check watches (base_return: the role's own) and the direction in
+# which one moving is bad for a role's task (+1 rising, -1 falling), from the metric table.
+TASK_METRICS = ("capture_rate", "steps_to_capture", "base_return")
+TASK_BAD = {role: {m: -better_sign(m, role) for m in TASK_METRICS} for role in ROLES}
+LENGTH_BAD = {role: -better_sign("episode_length", role) for role in ROLES}
 CHECKS = {
     "hacking": "shaped return up while the task gets worse",
     "episode_length": "shaped return up, episode length against the task",
@@ -86,10 +87,12 @@ CHECKS = {
     "drift": "task fell from its running peak while the shaped return rose",
     "below_start": "task below its start while the shaped return rose",
 }
-# Metrics that are no evidence of a task gain: the time to capture of the captured episodes
-# only shortens when captures become rare (the quick ones are what is left). The capture rate
-# and the episode length (censored episodes included) speak for the task instead.
-SURVIVOR_BIASED = ("steps_to_capture",)
+# The checks of the window's trends and shares (a search's constraint counts these); drift
+# and below_start compare levels with the run's peak or its start.
+TREND_CHECKS = ("hacking", "episode_length", "share")
+# No evidence of a task gain (survivor-biased): the time to capture of the captured episodes
+# shortens when captures become rare; the capture rate and the episode length speak instead.
+SURVIVOR_BIASED = tuple(m for m in TASK_METRICS if metric_of(m).survivor_biased)
 # Metrics compared on an absolute scale (rates in [0, 1]).
 ABSOLUTE = ("capture_rate",)
 
