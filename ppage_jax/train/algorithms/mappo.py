@@ -36,8 +36,7 @@ from ppage_jax.train.algorithms.ippo import (  # noqa: F401  (the PPO pieces, im
     sample_actions,
 )
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks
-from ppage_jax.train.run import progress
+from ppage_jax.train.kit import loop, networks
 
 Hyperparams = MAPPOHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
@@ -61,4 +60,4 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return ppo.update(runner, tc, params, networks.critic_input)
 
 
-train = progress.trainer(init, update, "MAPPO")
+train = loop.trainer(init, update, "MAPPO")
