@@ -54,10 +54,10 @@ import ppage_jax as pj
 from ppage_jax.config import parse_override
 from ppage_jax.stats.survival import rmst_ratio
 from ppage_jax.train import algorithm, make_train_config
+from ppage_jax.train.kit.loop import run_updates
 from ppage_jax.train.run import report
 from ppage_jax.train.run.checkpoint import save_checkpoint
 from ppage_jax.train.run.evaluate import evaluate_episodes, summarize_rows
-from ppage_jax.train.run.progress import run_updates
 from ppage_jax.train.run.runner import seed_keys
 
 EVAL_SEED = 1_000_000

@@ -4,7 +4,7 @@
 Three things are timed over the same N updates, in one process, compile excluded (each is
 compiled and run once before the timed blocks):
 
-- A, compiled update: ppage_jax's update loop (``progress.run_updates`` over the algorithm's
+- A, compiled update: ppage_jax's update loop (``loop.run_updates`` over the algorithm's
   ``update``, the program ``ppage-jax run`` compiles per chunk) jitted over N updates;
 - A, end to end: ``run_training`` as ``ppage-jax run`` calls it (one seed, chunks of updates,
   the host's divergence checks between them), timed from the end of its first chunk to the
@@ -62,8 +62,8 @@ from ppage_jax.train import algorithm, make_train_config  # noqa: E402
 from ppage_jax.train.algorithms import ippo  # noqa: E402
 from ppage_jax.train.config import TrainConfig  # noqa: E402
 from ppage_jax.train.kit import networks, pg, roles  # noqa: E402
+from ppage_jax.train.kit.loop import run_updates  # noqa: E402
 from ppage_jax.train.kit.rollout import env_step  # noqa: E402
-from ppage_jax.train.run.progress import run_updates  # noqa: E402
 from ppage_jax.train.run.runner import chunk_size, run_training  # noqa: E402
 
 COMPILED, END_TO_END, REFERENCE = "ppage_jax compiled update", "ppage_jax end to end", "reference"

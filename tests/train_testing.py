@@ -19,9 +19,9 @@ import numpy as np
 import ppage_jax as pj
 from ppage_jax.episodes import episode_keys, play_episodes
 from ppage_jax.train import algorithm, make_train_config
+from ppage_jax.train.kit.loop import train_loop
 from ppage_jax.train.kit.traced import traced_values
 from ppage_jax.train.run.evaluate import matchup_policy
-from ppage_jax.train.run.progress import train_loop
 
 OPTIMAL_STEPS = 6
 MAX_STEPS = 20

@@ -2,9 +2,9 @@
 
 The package is three folders: :mod:`~ppage_jax.train.algorithms` (one file per algorithm
 family), :mod:`~ppage_jax.train.kit` (the pieces they share: networks, encoders, rollout,
-exploration, optimisers) and :mod:`~ppage_jax.train.run` (run plumbing: runner, checkpoints,
-progress, monitor, report, curriculum, evaluation). Here live only the registry, the protocol
-and the static :class:`TrainConfig`.
+exploration, optimisers, the update loop, schedules) and :mod:`~ppage_jax.train.run` (run
+plumbing: runner, checkpoints, monitor, report, curriculum, evaluation). Here live only the
+registry, the protocol and the static :class:`TrainConfig`.
 
 Algorithms (``experiment.algorithm.name``): ``ippo`` (PPO per role, parameters shared within
 a role), ``mappo`` (IPPO with a centralised critic), ``dqn`` (independent DQN per role;
@@ -43,7 +43,7 @@ The contract every algorithm module follows::
   the rows skipped after an episode budget ran out). Means over no episode are NaN.
 
 ``module.init`` and ``module.update`` are the two halves of ``train``; ``ppage-jax run`` calls
-them in chunks to drive its progress bar (:func:`progress.run_updates`), which gives the same
+them in chunks to drive its progress bar (:func:`kit.loop.run_updates`), which gives the same
 result as ``train``. The contract is :class:`protocol.Algorithm`; :mod:`ppage_jax.train.registry`
 maps each algorithm to its module, and the config package declares its hyperparameters
 (:mod:`ppage_jax.config.algorithms`). ``pj.train_agents(key, config)``

@@ -39,7 +39,7 @@ class Algorithm(Protocol):
     def train(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> tuple[Any, dict]:
         """``init`` then ``tc.num_updates`` updates: (runner state, stacked metrics). The
         built-in algorithms also take traced ``hyperparams`` (:mod:`.traced`); every one may
-        run through :func:`ppage_jax.train.run.progress.train_loop`, which binds them into
+        run through :func:`ppage_jax.train.kit.loop.train_loop`, which binds them into
         ``tc.hp``, so ``init``/``update`` must read traced floats from ``tc.hp`` with array
         operations (and optimiser settings through :mod:`ppage_jax.train.kit.optim`)."""
         ...

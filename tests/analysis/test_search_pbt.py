@@ -27,7 +27,7 @@ from ppage_jax.analysis.search.pbt import (
 from ppage_jax.analysis.search.space import Dimension
 from ppage_jax.analysis.search.spec import load_search
 from ppage_jax.config import ConfigError
-from ppage_jax.train.run.progress import Progress, advance, progress_init
+from ppage_jax.train.kit.loop import Progress, advance, progress_init
 
 UPDATES = 8 * 8  # env steps of one update of TINY (8 grids x 8 turns)
 
@@ -153,7 +153,8 @@ def test_the_block_score_weighs_episodes_and_never_reads_the_return():
 def test_the_schedule_is_a_curriculum_a_plain_run_replays(tmp_path):
     import ppage_jax.rewards  # noqa: F401  (the terms' params become schedulable leaves)
     from ppage_jax.analysis.search.pbt import schedule_config
-    from ppage_jax.train.run.curriculum import config_curriculum, schedule_values
+    from ppage_jax.train.kit.schedules import schedule_values
+    from ppage_jax.train.run.curriculum import config_curriculum
 
     spec = load_search(write_pbt(tmp_path / "s.yaml", updates=4))
     history = [[0.2, 1.0], [0.2, 1.0], [0.5, 0.8], [0.4, 0.8]]

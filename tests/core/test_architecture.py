@@ -1,6 +1,7 @@
 """The package's import graph against the layers drawn in docs/architecture.md: no circle, no
 import (module level, in a function, under TYPE_CHECKING, or a string naming a module) from a
-lower layer to a higher one, viz never importing train; and the size limits of the tree."""
+lower layer to a higher one, none from a lower rung of train/ to a higher one, viz never
+importing train; and the size limits of the tree."""
 
 from __future__ import annotations
 
@@ -69,11 +70,13 @@ def _imports(module: str, path: Path) -> set[str]:
 GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
 
 
-def _layers() -> dict[str, int]:
-    """Top-level entry (``env``, ``train``, ``__init__``) -> layer, from docs/architecture.md."""
+def _ladder(header: str) -> dict[str, int]:
+    """Entry -> level, from the ```text block of docs/architecture.md whose header line starts
+    with ``header``: ``layer`` for the top-level entries (``env``, ``train``, ``__init__``),
+    ``rung`` for the entries of train/ (``kit``, ``config``, ``__init__``)."""
     page = (ROOT / "docs" / "architecture.md").read_text()
-    block = re.search(r"```text\nlayer[^\n]*\n(.*?)```", page, re.S)
-    assert block, "docs/architecture.md has no ```text layer block"
+    block = re.search(rf"```text\n{header}[^\n]*\n(.*?)```", page, re.S)
+    assert block, f"docs/architecture.md has no ```text {header} block"
     layers: dict[str, int] = {}
     for line in block.group(1).splitlines():
         match = re.match(r"(\d+)\s+(.*?)(?:\s{2,}.*)?$", line)
@@ -85,7 +88,8 @@ def _layers() -> dict[str, int]:
     return layers
 
 
-LAYERS = _layers()
+LAYERS = _ladder("layer")
+RUNGS = _ladder("rung")
 
 
 def _layer(module: str) -> int:
@@ -93,13 +97,39 @@ def _layer(module: str) -> int:
     return LAYERS["__init__" if len(parts) == 1 else parts[1]]
 
 
-def test_the_page_lists_every_top_level_entry_once_and_nothing_else():
-    entries = {
+def _rung(module: str) -> int | None:
+    """The rung of a module of train/ (None for a module outside it)."""
+    parts = module.split(".")
+    if parts[:2] != ["ppage_jax", "train"]:
+        return None
+    return RUNGS["__init__" if len(parts) == 2 else parts[2]]
+
+
+def _up_train(graph: dict[str, set[str]]) -> list[str]:
+    """The edges of ``graph`` from a module of train/ to one of a higher rung of train/."""
+    return sorted(
+        f"{src} (rung {_rung(src)}) -> {dst} (rung {_rung(dst)})"
+        for src, targets in graph.items()
+        for dst in targets
+        if (low := _rung(src)) is not None and (high := _rung(dst)) is not None and high > low
+    )
+
+
+def _entries(folder: Path) -> set[str]:
+    """The modules (by stem) and packages directly in ``folder``."""
+    return {
         p.stem if p.is_file() else p.name
-        for p in PACKAGE.iterdir()
+        for p in folder.iterdir()
         if (p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").is_file())
     }
-    assert set(LAYERS) == entries
+
+
+def test_the_page_lists_every_top_level_entry_once_and_nothing_else():
+    assert set(LAYERS) == _entries(PACKAGE)
+
+
+def test_the_page_lists_every_entry_of_train_once_and_nothing_else():
+    assert set(RUNGS) == _entries(PACKAGE / "train")
 
 
 def test_no_import_goes_up_a_layer():
@@ -110,6 +140,29 @@ def test_no_import_goes_up_a_layer():
         if _layer(dst) > _layer(src)
     )
     assert upward == []
+
+
+def test_no_import_goes_up_a_rung_of_train():
+    """config.py protocol.py < kit/ < algorithms/ < registry.py < run/ < __init__.py."""
+    assert _up_train(GRAPH) == []
+
+
+def test_an_import_up_a_rung_of_train_fails(tmp_path):
+    """The check itself: a kit module importing run/ (here in a function) and an algorithm
+    naming the registry are caught; imports down the rungs and within one are not."""
+    path = tmp_path / "probe.py"
+    path.write_text("def f():\n    from ppage_jax.train.run.runner import run_training\n")
+    graph = {
+        "ppage_jax.train.kit.probe": _imports("ppage_jax.train.kit.probe", path),
+        "ppage_jax.train.algorithms.ippo": {"ppage_jax.train.registry", "ppage_jax.train.kit.pg"},
+        "ppage_jax.train.run.runner": {"ppage_jax.train.kit.loop", "ppage_jax.train.config"},
+        "ppage_jax.train.kit.pg": {"ppage_jax.train.kit.rollout", "ppage_jax.env"},
+        "ppage_jax.train": {"ppage_jax.train.run.experiment"},
+    }
+    assert _up_train(graph) == [
+        "ppage_jax.train.algorithms.ippo (rung 3) -> ppage_jax.train.registry (rung 4)",
+        "ppage_jax.train.kit.probe (rung 2) -> ppage_jax.train.run.runner (rung 5)",
+    ]
 
 
 @pytest.mark.parametrize(("lower", "higher"), [("viz", "train"), ("config", "train")])

@@ -13,13 +13,9 @@ from train_testing import tiny_config
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
 from ppage_jax.train import algorithm, make_train_config
-from ppage_jax.train.run.curriculum import (
-    apply_curriculum,
-    config_curriculum,
-    make_curriculum,
-    schedule_values,
-)
-from ppage_jax.train.run.progress import train_loop
+from ppage_jax.train.kit.loop import train_loop
+from ppage_jax.train.kit.schedules import apply_curriculum, schedule_values
+from ppage_jax.train.run.curriculum import config_curriculum, make_curriculum
 from ppage_jax.train.run.runner import run_training
 
 SCHEDULES = {

@@ -223,10 +223,10 @@ def pbt_program(
     on, so a resumed search in the same process reuses them). ``init_fn``/``update_fn``
     default to the config's algorithm, ``eval_fn`` to the search's held-out block."""
     from ppage_jax.analysis.sweep.trainers import trainer_functions
+    from ppage_jax.train.kit.loop import run_updates
     from ppage_jax.train.kit.traced import bind
     from ppage_jax.train.registry import algorithm
     from ppage_jax.train.run.experiment import make_train_config
-    from ppage_jax.train.run.progress import run_updates
 
     settings = _settings(spec)
     key = (

@@ -37,11 +37,11 @@ def trainer_functions(spec: SweepSpec, env: GridWorld) -> tuple[TrainFn, EvalFn,
     ``experiment.curriculum`` schedules every arm's params alike (a scheduled leaf overrides
     the arm's value). ``train_fn``'s optional third argument, the arm's traced
     hyperparameters (``{name: float32}``), replaces the config's values."""
+    from ppage_jax.train.kit.loop import train_loop, train_segments
     from ppage_jax.train.registry import algorithm
     from ppage_jax.train.run.curriculum import config_curriculum
     from ppage_jax.train.run.evaluate import matchup_policy
     from ppage_jax.train.run.experiment import make_train_config
-    from ppage_jax.train.run.progress import train_loop, train_segments
 
     tc = make_train_config(spec.config, env)
     module = algorithm(tc.algorithm)

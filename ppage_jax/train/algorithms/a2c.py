@@ -29,9 +29,8 @@ import optax
 from ppage_jax.config.hyperparams_ppage import A2CHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import optim, pg
+from ppage_jax.train.kit import loop, optim, pg
 from ppage_jax.train.kit.pg import RunnerState
-from ppage_jax.train.run import progress
 
 Hyperparams = A2CHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
@@ -83,7 +82,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return pg.sync_update(runner, tc, params, settings(tc.hp))
 
 
-train = progress.trainer(init, update, "A2C")
+train = loop.trainer(init, update, "A2C")
 
 
 policy_state, greedy_actions, sample_actions = pg.policy_functions(network)

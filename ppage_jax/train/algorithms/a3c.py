@@ -41,11 +41,10 @@ from flax import struct
 from ppage_jax.config.hyperparams_ppage import A3CHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import pg
+from ppage_jax.train.kit import loop, pg
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.pg import Learner, ReturnNormaliser
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 Hyperparams = A3CHyperparams
@@ -191,7 +190,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return pg.finish_update(runner, tc, finished, losses)
 
 
-train = progress.trainer(init, update, "A3C")
+train = loop.trainer(init, update, "A3C")
 
 
 # --------------------------------------------------------------------------- policy

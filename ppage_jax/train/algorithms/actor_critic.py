@@ -35,11 +35,10 @@ from flax import struct
 from ppage_jax.config.hyperparams_ppage import ActorCriticHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks, optim, pg, roles, rollout
+from ppage_jax.train.kit import loop, networks, optim, pg, roles, rollout
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.pg import Learner
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 Hyperparams = ActorCriticHyperparams
@@ -167,7 +166,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return pg.finish_update(runner, tc, finished, losses)
 
 
-train = progress.trainer(init, update, "the actor-critic")
+train = loop.trainer(init, update, "the actor-critic")
 
 
 # --------------------------------------------------------------------------- policy

@@ -29,10 +29,9 @@ from flax.training.train_state import TrainState
 from ppage_jax.config.hyperparams import DQNHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import exploration, networks, optim, roles, rollout
+from ppage_jax.train.kit import exploration, loop, networks, optim, roles, rollout
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 Hyperparams = DQNHyperparams
@@ -125,7 +124,7 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
             replay,
             jnp.zeros((), jnp.int32),
         )
-    return RunnerState(learners, env, key, progress.progress_init())
+    return RunnerState(learners, env, key, loop.progress_init())
 
 
 # --------------------------------------------------------------------------- learning
@@ -253,7 +252,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return RunnerState(learners, env, key, new_progress), row
 
 
-train = progress.trainer(init, update, "DQN")
+train = loop.trainer(init, update, "DQN")
 
 
 # --------------------------------------------------------------------------- policy

@@ -44,7 +44,7 @@ from flax.training.train_state import TrainState
 from ppage_jax.config.hyperparams import TEACHERS, IPPOHyperparams
 from ppage_jax.state import EnvParams, State
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks, optim, pg, roles
+from ppage_jax.train.kit import loop, networks, optim, pg, roles
 from ppage_jax.train.kit.encoders import (
     Encoder,
     InputSpec,
@@ -55,10 +55,9 @@ from ppage_jax.train.kit.encoders import (
     prepare,
     scaled_init,
 )
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.return_scale import normalise, return_scale_init
 from ppage_jax.train.kit.rollout import EnvCarry, env_reset, env_step, masked_mean
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 # critic_input(tc, role, state[E]) -> float[E, n_role, G]: a centralised critic's input.
@@ -247,7 +246,7 @@ def init(
             role: return_scale_init((tc.num_envs, len(tc.agents_of(role))))
             for role in tc.learning_roles
         }
-    return RunnerState(learners, env, key, progress.progress_init(), scales)
+    return RunnerState(learners, env, key, loop.progress_init(), scales)
 
 
 # --------------------------------------------------------------------------- rollout
@@ -523,10 +522,10 @@ def update(
         )
         for name, value in aux.items():
             losses[f"{name}/{role}"] = value
-    row = progress.episode_metrics(tc, finished)
+    row = loop.episode_metrics(tc, finished)
     row["losses"] = losses
     runner = runner.replace(
-        learners=learners, key=key, progress=progress.advance(runner.progress, tc, row)
+        learners=learners, key=key, progress=loop.advance(runner.progress, tc, row)
     )
     return runner, row
 
@@ -589,4 +588,4 @@ def sample_actions(
 Hyperparams = IPPOHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
 
-train = progress.trainer(init, update, "IPPO")
+train = loop.trainer(init, update, "IPPO")

@@ -40,10 +40,9 @@ from ppage_jax.config.hyperparams_ppage import JALGTHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.algorithms import tabular
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import lp, rollout
+from ppage_jax.train.kit import loop, lp, rollout
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 Hyperparams = JALGTHyperparams
@@ -168,7 +167,7 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     k_env, key = jax.random.split(key)
     n = len(players(tc))
     tables = jnp.zeros((n, tc.hp.table_size, tc.env.num_actions**n), jnp.float32)
-    return RunnerState(tables, rollout.env_reset(tc, k_env, params), key, progress.progress_init())
+    return RunnerState(tables, rollout.env_reset(tc, k_env, params), key, loop.progress_init())
 
 
 def act(
@@ -250,7 +249,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return tabular.epsilon_greedy_update(tc, runner, params, play, learn)
 
 
-train = progress.trainer(init, update, "JAL-GT")
+train = loop.trainer(init, update, "JAL-GT")
 
 
 # --------------------------------------------------------------------------- policy

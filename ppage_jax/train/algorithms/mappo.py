@@ -24,8 +24,7 @@ from ppage_jax.config.hyperparams import MAPPOHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.algorithms import ippo as ppo
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks
-from ppage_jax.train.run import progress
+from ppage_jax.train.kit import loop, networks
 
 Hyperparams = MAPPOHyperparams
 STOCHASTIC = True  # sample_actions draws from the learned policy
@@ -56,4 +55,4 @@ def update(
     return ppo.update(runner, tc, params, networks.critic_input)
 
 
-train = progress.trainer(init, update, "MAPPO")
+train = loop.trainer(init, update, "MAPPO")

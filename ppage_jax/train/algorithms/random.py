@@ -13,10 +13,9 @@ from flax import struct
 from ppage_jax.config.hyperparams import RandomHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import roles, rollout
+from ppage_jax.train.kit import loop, roles, rollout
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 Hyperparams = RandomHyperparams
@@ -32,7 +31,7 @@ class RunnerState(Replaceable):
 
 def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
     k_env, key = jax.random.split(key)
-    return RunnerState(rollout.env_reset(tc, k_env, params), key, progress.progress_init())
+    return RunnerState(rollout.env_reset(tc, k_env, params), key, loop.progress_init())
 
 
 def greedy_actions(tc: TrainConfig, policy: dict, key: jax.Array, obs: jax.Array) -> jax.Array:
@@ -54,11 +53,11 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     (env, key), finished = jax.lax.scan(
         one_step, (runner.env, runner.key), None, length=tc.hp.num_steps
     )
-    row = dict(progress.episode_metrics(tc, finished), losses={})
-    return RunnerState(env, key, progress.advance(runner.progress, tc, row)), row
+    row = dict(loop.episode_metrics(tc, finished), losses={})
+    return RunnerState(env, key, loop.advance(runner.progress, tc, row)), row
 
 
-train = progress.trainer(init, update, "the random baseline (no learning)")
+train = loop.trainer(init, update, "the random baseline (no learning)")
 
 
 def policy_state(runner: RunnerState) -> dict:

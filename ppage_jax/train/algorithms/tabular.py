@@ -40,10 +40,9 @@ from ppage_jax.config.hyperparams import TabularHyperparams
 from ppage_jax.config.hyperparams_ppage import JALGTHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import exploration, roles, rollout
+from ppage_jax.train.kit import exploration, loop, roles, rollout
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 
@@ -198,7 +197,7 @@ def init(key: jax.Array, tc: TrainConfig, params: EnvParams) -> RunnerState:
         )
         for role in tc.learning_roles
     }
-    return RunnerState(tables, env, key, progress.progress_init())
+    return RunnerState(tables, env, key, loop.progress_init())
 
 
 def act(
@@ -272,7 +271,7 @@ def update(runner: RunnerState, tc: TrainConfig, params: EnvParams) -> tuple[Run
     return epsilon_greedy_update(tc, runner, params, functools.partial(act, tc), learn)
 
 
-train = progress.trainer(init, update, "the tabular learners")
+train = loop.trainer(init, update, "the tabular learners")
 
 
 def policy_state(runner: RunnerState) -> dict:

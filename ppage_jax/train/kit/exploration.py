@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from ppage_jax.config.hyperparams import EpsilonGreedyHyperparams
-from ppage_jax.train.run import progress
+from ppage_jax.train.kit import loop
 
 if TYPE_CHECKING:
     from ppage_jax.train.config import TrainConfig
@@ -50,7 +50,7 @@ def epsilon_turns(
         None,
         length=tc.hp.num_steps,
     )
-    row = progress.episode_metrics(tc, finished)
+    row = loop.episode_metrics(tc, finished)
     row["losses"] = jax.tree.map(reduce, losses)
     row["extras"] = {"epsilon": epsilon[-1]}
-    return learners, env, key, progress.advance(runner.progress, tc, row), row
+    return learners, env, key, loop.advance(runner.progress, tc, row), row

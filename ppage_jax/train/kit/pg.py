@@ -32,10 +32,9 @@ from flax.training.train_state import TrainState
 
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
-from ppage_jax.train.kit import networks, optim, roles, rollout
+from ppage_jax.train.kit import loop, networks, optim, roles, rollout
+from ppage_jax.train.kit.loop import Progress
 from ppage_jax.train.kit.rollout import EnvCarry
-from ppage_jax.train.run import progress
-from ppage_jax.train.run.progress import Progress
 from ppage_jax.types import Replaceable
 
 NORM_EPS = 1e-4  # PPAGE's normaliser: std floor, and the std before any target is seen
@@ -301,7 +300,7 @@ def init_runner(
     k_env, k_net, key = jax.random.split(key, 3)
     env = rollout.env_reset(tc, k_env, params)
     return RunnerState(
-        init_learners(tc, k_net, env.obs[0], net, tx), env, key, progress.progress_init()
+        init_learners(tc, k_net, env.obs[0], net, tx), env, key, loop.progress_init()
     )
 
 
@@ -522,9 +521,9 @@ def sync_update(
 def finish_update(runner: Any, tc: TrainConfig, finished: dict, losses: dict) -> tuple[Any, dict]:
     """The metrics row of an update from its ``finished`` dicts stacked [T, E, ...] and its
     stacked ``losses``, and the runner with its progress advanced."""
-    row = progress.episode_metrics(tc, finished)
+    row = loop.episode_metrics(tc, finished)
     row["losses"] = jax.tree.map(jnp.mean, losses)
-    return runner.replace(progress=progress.advance(runner.progress, tc, row)), row
+    return runner.replace(progress=loop.advance(runner.progress, tc, row)), row
 
 
 def policy_params(runner: Any) -> dict:

@@ -1,1 +1,1 @@
-"""Run plumbing: the runner, checkpoints, progress, monitor, report, curriculum, evaluation."""
+"""Run plumbing: the runner, checkpoints, monitor, report, curriculum, evaluation."""

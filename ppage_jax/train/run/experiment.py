@@ -77,8 +77,8 @@ def train_agents(
     argument and new values do not recompile) replace the algorithm's traced
     hyperparameters (:mod:`ppage_jax.train.kit.traced`).
     """
+    from ppage_jax.train.kit.loop import train_loop
     from ppage_jax.train.run.curriculum import config_curriculum
-    from ppage_jax.train.run.progress import train_loop
 
     tc = make_train_config(config) if isinstance(config, Config) else config
     params = tc.env.default_params if params is None else params

@@ -37,11 +37,11 @@ from ppage_jax.artifacts import fault, fault_soon
 from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.kit.loop import run_updates
+from ppage_jax.train.kit.schedules import Curriculum, apply_curriculum
 from ppage_jax.train.registry import algorithm
 from ppage_jax.train.run.checkpoint import TrainingCheckpoints
-from ppage_jax.train.run.curriculum import Curriculum, apply_curriculum
 from ppage_jax.train.run.divergence import DivergenceCheck, DivergenceError
-from ppage_jax.train.run.progress import run_updates
 
 
 @dataclasses.dataclass
@@ -179,7 +179,7 @@ def run_training(
     ``stopped``). With ``check_divergence`` a non-finite loss, return or parameter raises
     :class:`~ppage_jax.train.run.divergence.DivergenceError` (the checkpoints written before it
     are kept; ``err.metrics`` holds the rows up to it). ``curriculum`` (traced) schedules
-    EnvParams leaves over env steps (:mod:`ppage_jax.train.run.curriculum`).
+    EnvParams leaves over env steps (:mod:`ppage_jax.train.kit.schedules`).
 
     ``batch_seeds``: run the seeds through ``vmap`` (True) or, for one seed in one process,
     the unbatched program (False); by default (None) the unbatched one exactly when there is

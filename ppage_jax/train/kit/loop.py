@@ -13,8 +13,8 @@ from jax import lax
 
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.kit.schedules import Curriculum, apply_schedules
 from ppage_jax.train.kit.traced import TracedHyperparams, bind
-from ppage_jax.train.run.curriculum import Curriculum, apply_schedules
 from ppage_jax.types import Replaceable, pytree_dataclass
 
 
