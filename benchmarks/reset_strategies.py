@@ -23,7 +23,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-import ppage_jax.env as env_module
+import ppage_jax.env.layout as layout_module
 from ppage_jax.bench.throughput import device_info
 from ppage_jax.env import make
 from ppage_jax.wrappers import AutoResetEnv, BatchedAutoResetEnv
@@ -86,15 +86,15 @@ def main() -> None:
         f"| strategy | env-steps/s | compile wall s | compile CPU s |  ({args.config}, "
         f"batch {args.batch})\n|---|---:|---:|---:|"
     )
-    fisher_yates = env_module.distinct_sample
+    fisher_yates = layout_module.distinct_sample
     strategies = ("no reset", "per-grid/perm", "per-grid/FY", "batched")
     compiled = {}
     for strategy in strategies:
-        env_module.distinct_sample = (
+        layout_module.distinct_sample = (
             permutation_sample if strategy == "per-grid/perm" else fisher_yates
         )
         compiled[strategy] = compile_strategy(env, args.batch, args.steps, strategy)
-    env_module.distinct_sample = fisher_yates
+    layout_module.distinct_sample = fisher_yates
     # Interleaved repeats: a shared machine's load drifts between strategies otherwise.
     best = dict.fromkeys(strategies, float("inf"))
     for i in range(args.repeats):

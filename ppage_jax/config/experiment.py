@@ -252,7 +252,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
 #   from LONG_PLAN_STEPS env steps, refused above REFUSED_PLAN_SECONDS.
 LARGE_BATCH_BYTES = 2**30
 # One grid's state above this is refused by make() with its own estimate (it equals
-# ppage_jax.env.MEMORY_LIMIT_BYTES); the batch checks leave such a config to it.
+# ppage_jax.env.checks.MEMORY_LIMIT_BYTES); the batch checks leave such a config to it.
 GRID_STATE_LIMIT = 64 * 2**20
 OVERSHOOT_REFUSED = 10
 OVERSHOOT_REFUSED_STEPS = 10**7

@@ -115,7 +115,7 @@ def test_the_launch_cli_refuses_before_starting_anything(capsys, monkeypatch):
 
 def test_one_grid_above_the_env_limit_is_left_to_make_and_its_own_estimate():
     from ppage_jax.config.experiment import GRID_STATE_LIMIT
-    from ppage_jax.env import MEMORY_LIMIT_BYTES
+    from ppage_jax.env.checks import MEMORY_LIMIT_BYTES
 
     assert GRID_STATE_LIMIT == MEMORY_LIMIT_BYTES
     config = pj.load_config(None, {"env.size": 4000, "env.obstacle_percentage": 50.0})

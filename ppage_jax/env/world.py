@@ -1,5 +1,6 @@
-"""GridWorld, built from a typed EnvSpec: reset, reset_to and step. The stage order lives
-here and only here. :func:`make` builds one from a config."""
+"""GridWorld, built from a typed EnvSpec: reset, reset_to, step, observe, the action mask and
+the params helpers. The stage order lives here and only here; the rules it checks live in
+:mod:`ppage_jax.env.checks`, the start layouts in :mod:`ppage_jax.env.layout`."""
 
 from __future__ import annotations
 
@@ -18,149 +19,36 @@ from jax.typing import ArrayLike
 
 from ppage_jax import stages
 from ppage_jax.actions import action_table, noop_action
-from ppage_jax.config import (
-    FLOAT32_MAX,
-    Config,
-    ConfigError,
-    float32_number,
-    load_config,
-    short_repr,
+from ppage_jax.config.env_spec import EnvSpec, SpecError
+from ppage_jax.env.checks import (
+    action_array,
+    action_fault,
+    check_layout,
+    check_memory,
+    check_running,
+    checkify_layout,
+    checkify_step,
+    dict_actions,
+    finite_float32,
+    layout_arrays,
+    rows_or_noop,
+    state_bytes,
+    term_entries,
 )
-from ppage_jax.config.env_spec import EnvSpec, SpecError, config_key, env_spec
+from ppage_jax.env.layout import LayoutGenerator
 from ppage_jax.observations import (
     ObservationBuilder,
     global_state,
     global_state_size,
     make_observation,
 )
-from ppage_jax.rewards.compose import RewardComposer, TermEntry
-from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term
-from ppage_jax.sampling import distinct_sample
+from ppage_jax.rewards.compose import RewardComposer
+from ppage_jax.rewards.registry import Choice
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State, Structure
 from ppage_jax.types import Actions, Flag, GlobalState, Info, Key, Observations, Rewards
 
 # (obs, state, reward, terminated, truncated, info), as step returns it.
 StepResult = tuple[Observations, State, Rewards, Flag, Flag, Info]
-
-# A spec whose single-environment state, or observation of all agents, would take more
-# bytes than this is refused with the estimate (SpecError; a ConfigError from `make`).
-MEMORY_LIMIT_BYTES = 64 * 2**20
-
-# The layout rules of `reset_to`, in the order they are checked ({i}: the offending row).
-LAYOUT_RULES = (
-    "positions[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
-    "obstacles[{i}] = {v} is off the {size}x{size} grid (x and y must lie in [0, {size}))",
-    "positions[{i}] = {v}: the agent stands on an obstacle",
-    "positions[{i}] = {v}: the prey shares its cell with a predator (no episode starts so: "
-    "reset puts every agent on a cell of its own, and a prey on a predator's cell is captured)",
-    "obstacles[{i}] = {v} shares its cell with another obstacle (obstacles must be distinct)",
-)
-
-
-# The input rules of `step` (concrete inputs: ValueError; `checked_step`: checkify).
-ACTION_RULE = "actions[{i}] = {v} is outside the action table (an action must lie in [0, {n}))"
-FINISHED_RULE = (
-    "this state's episode has ended ({how}) at turn {turn}; reset it (env.reset, "
-    "env.reset_to) or step through ppage_jax.wrappers.AutoResetEnv"
-)
-
-
-def state_bytes(layout: Layout) -> int:
-    """Bytes of one environment's State: positions, captured, stamina, obstacles, map, scalars."""
-    return (
-        layout.num_agents * (2 * 4 + 1 + 4) + layout.num_obstacles * 2 * 4 + layout.size**2 + 4 * 4
-    )
-
-
-def _check_memory(field: str, value: Any, needed: int, what: str, instead: str) -> None:
-    if needed > MEMORY_LIMIT_BYTES:
-        raise SpecError(
-            field,
-            value,
-            f"{what} would take {needed / 2**20:.1f} MiB per environment, above "
-            f"the limit of {MEMORY_LIMIT_BYTES // 2**20} MiB; use {instead}",
-        )
-
-
-def _term_entries(spec: EnvSpec) -> list[TermEntry]:
-    """The composer's entries of ``spec.rewards`` (registered terms, their params checked
-    and completed with the declared defaults); a bad one raises SpecError."""
-    entries = []
-    for i, term in enumerate(spec.rewards):
-        where = f"rewards[{i}]"
-        try:
-            declared = get_term(term.name)
-        except KeyError as err:
-            raise SpecError(f"{where}.name", term.name, err.args[0]) from None
-        if term.name in (e.name for e in entries):
-            raise SpecError(f"{where}.name", term.name, "is listed twice; give each term once")
-        if term.applies_to is not None and term.applies_to not in APPLIES_TO:
-            raise SpecError(f"{where}.applies_to", term.applies_to, f"must be one of {APPLIES_TO}")
-        params = declared.defaults()
-        for key, value in term.params:
-            kind = declared.params.get(key)
-            if key not in declared.params:
-                allowed = f"unknown param of {term.name!r}; its params: {sorted(declared.params)}"
-            elif isinstance(kind, Choice):
-                allowed = "" if value in kind.options else f"must be one of {list(kind.options)}"
-            else:
-                allowed = "" if float32_number(value) else "must be a number finite in float32"
-            if allowed:
-                raise SpecError(f"{where}.params.{key}", value, allowed)
-            params[key] = value
-        applies_to = term.applies_to or declared.applies_to
-        entries.append(TermEntry(declared.name, term.weight, params, applies_to))
-    return entries
-
-
-def _finite_float32(what: str, value: Any) -> None:
-    """Refuse a concrete number that is not finite in float32 (traced values pass)."""
-    if isinstance(value, Tracer):
-        return
-    host = np.asarray(value)
-    if host.dtype.kind not in "iuf" or not np.all(np.abs(host.astype(np.float64)) <= FLOAT32_MAX):
-        raise ValueError(
-            f"{what} = {short_repr(value)} must be a number finite in float32 "
-            f"(|x| <= {FLOAT32_MAX:.4g})"
-        )
-
-
-def _layout_faults(
-    xp: Any, positions: Any, obstacles: Any, size: int, is_predator: np.ndarray
-) -> list[Any]:
-    """The first offending row of each of LAYOUT_RULES (-1 if none), for NumPy (``xp=np``)
-    or traced (``xp=jnp``) integer arrays of any width: O(cells) work."""
-
-    def first(bad):
-        if bad.shape[0] == 0:
-            return xp.asarray(-1)
-        return xp.where(bad.any(), xp.argmax(bad), -1)
-
-    def cells(xy):
-        xy = xp.clip(xy, 0, size - 1).astype(xp.int32)
-        return xy[:, 1] * size + xy[:, 0]
-
-    off_agent = ((positions < 0) | (positions >= size)).any(axis=1)
-    off_obstacle = ((obstacles < 0) | (obstacles >= size)).any(axis=1)
-
-    def count(xy, on_grid):  # how many of the rows with on_grid stand on each cell
-        weights = on_grid.astype(xp.int32)
-        if xp is np:
-            return np.bincount(cells(xy), weights, minlength=size * size)
-        return jnp.zeros(size * size, jnp.int32).at[cells(xy)].add(weights)
-
-    counts = count(obstacles, ~off_obstacle)
-    on_obstacle = (counts[cells(positions)] > 0) & ~off_agent
-    predators = count(positions, ~off_agent & is_predator)
-    on_predator = (predators[cells(positions)] > 0) & ~off_agent & ~is_predator
-    repeated = (counts[cells(obstacles)] > 1) & ~off_obstacle
-    return [
-        first(off_agent),
-        first(off_obstacle),
-        first(on_obstacle),
-        first(on_predator),
-        first(repeated),
-    ]
 
 
 class GridWorld:
@@ -220,7 +108,7 @@ class GridWorld:
             predator_prefix=spec.predator_prefix,
             prey_prefix=spec.prey_prefix,
         )
-        _check_memory(
+        check_memory(
             "size",
             spec.size,
             state_bytes(self.layout),
@@ -232,14 +120,14 @@ class GridWorld:
         self.action_type = spec.action_type
         self.action_table = action_table(self.action_type)
         self.noop_action = noop_action(self.action_type)
-        self.composer = RewardComposer(_term_entries(spec), self.layout)
+        self.composer = RewardComposer(term_entries(spec), self.layout)
         try:
             self.observation: ObservationBuilder = make_observation(
                 spec.observation_type, self.layout, spec.observation_kwargs, spec.per_agent_kwargs
             )
         except KeyError as err:  # an unknown builder
             raise SpecError("observation_type", spec.observation_type, err.args[0]) from None
-        _check_memory(
+        check_memory(
             "observation_type",
             spec.observation_type,
             4 * self.num_agents * self.observation.size,
@@ -254,10 +142,7 @@ class GridWorld:
             n_prey=self.layout.n_prey,
             num_obstacles=self.layout.num_obstacles,
         )
-        self._fixed_map = self._parse_map(spec.fixed_map)
-        self._fixed_starts = (
-            None if spec.fixed_starts is None else np.asarray(spec.fixed_starts, np.int32)
-        )
+        self.generator = LayoutGenerator(self.layout, spec.fixed_map, spec.fixed_starts)
         self.default_params = EnvParams(
             speeds=jnp.asarray(spec.speeds, jnp.int32),
             stamina=jnp.asarray(
@@ -318,7 +203,7 @@ class GridWorld:
         new = self._params(params).reward.weights
         for name, value in weights.items():
             index = self._term_index(name)
-            _finite_float32(f"weight of {name!r}", value)
+            finite_float32(f"weight of {name!r}", value)
             new = new.at[..., index].set(jnp.asarray(value, jnp.float32))
         return params.replace(reward=params.reward.replace(weights=new))
 
@@ -342,7 +227,7 @@ class GridWorld:
             elif isinstance(value, str):
                 raise ValueError(f"param {key!r} of term {term!r} = {value!r}: must be a number")
             else:
-                _finite_float32(f"param {key!r} of {term!r}", value)
+                finite_float32(f"param {key!r} of {term!r}", value)
             current[key] = jnp.asarray(value, current[key].dtype)
         term_params = dict(params.reward.term_params)
         term_params[term] = current
@@ -370,39 +255,10 @@ class GridWorld:
         return self.reward_terms.index(name)
 
     # ----------------------------------------------------------------- reset
-    @staticmethod
-    def _parse_map(rows) -> np.ndarray | None:
-        if rows is None:
-            return None
-        return np.array([[c == "#" for c in row] for row in rows], dtype=bool)
-
-    def _draw_layout(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """Agents on distinct uniform cells, then obstacles uniformly on the remaining cells."""
-        size, n_agents, n_obs = self.layout.size, self.num_agents, self.layout.num_obstacles
-        if self._fixed_map is not None:
-            ys, xs = np.nonzero(self._fixed_map)
-            obstacles = jnp.asarray(np.stack([xs, ys], axis=1).reshape(-1, 2), jnp.int32)
-            if self._fixed_starts is not None:
-                return jnp.asarray(self._fixed_starts), obstacles
-            free = np.flatnonzero(~self._fixed_map.reshape(-1))
-            cells = distinct_sample(key, jnp.asarray(free, jnp.int32), n_agents)
-        elif self._fixed_starts is not None:
-            taken = np.zeros(size * size, bool)
-            taken[self._fixed_starts[:, 1] * size + self._fixed_starts[:, 0]] = True
-            free = jnp.asarray(np.flatnonzero(~taken), jnp.int32)
-            cells = distinct_sample(key, free, n_obs)
-            obstacles = jnp.stack([cells % size, cells // size], axis=1)
-            return jnp.asarray(self._fixed_starts), obstacles.astype(jnp.int32)
-        else:
-            cells = distinct_sample(key, size * size, n_agents + n_obs)
-        xy = jnp.stack([cells % size, cells // size], axis=1).astype(jnp.int32)
-        if self._fixed_map is not None:
-            return xy, obstacles
-        return xy[:n_agents], xy[n_agents:]
-
     def reset(self, key: Key, params: EnvParams | None = None) -> tuple[Observations, State]:
-        """Draw a fresh layout: (obs float32[A, F], state)."""
-        positions, obstacles = self._draw_layout(key)
+        """Draw a fresh layout (``env.generator``, a
+        :class:`~ppage_jax.env.layout.LayoutGenerator`): (obs float32[A, F], state)."""
+        positions, obstacles = self.generator(key)
         return self._start(positions, obstacles, self._params(params))
 
     def reset_to(
@@ -412,24 +268,15 @@ class GridWorld:
         obstacles int[K, 2], as [x, y].
 
         Shapes and integer dtypes are checked (never reshaped). Concrete inputs are also
-        checked against LAYOUT_RULES (a cell off the grid, an agent on an obstacle, a prey
-        on a predator's cell, two obstacles on one cell): ValueError. Traced inputs are not; use
-        :meth:`checked_reset_to` for that inside ``jit``.
+        checked against ``LAYOUT_RULES`` (:mod:`ppage_jax.env.checks`: a cell off the grid,
+        an agent on an obstacle, a prey on a predator's cell, two obstacles on one cell):
+        ValueError. Traced inputs are not; use :meth:`checked_reset_to` for that inside ``jit``.
         """
         params = self._params(params)
-        positions, obstacles = self._layout_arrays(positions, obstacles)
+        positions, obstacles = layout_arrays(self.layout, positions, obstacles)
         concrete = not isinstance(positions, Tracer) and not isinstance(obstacles, Tracer)
         if concrete:
-            host_p, host_o = np.asarray(positions), np.asarray(obstacles)
-            faults = _layout_faults(np, host_p, host_o, self.layout.size, self.is_predator)
-            for rule, row in zip(LAYOUT_RULES, faults, strict=True):
-                if row >= 0:
-                    values = host_p if rule.startswith("positions") else host_o
-                    raise ValueError(
-                        "reset_to: "
-                        + rule.format(i=int(row), v=values[row].tolist(), size=self.layout.size)
-                    )
-            positions, obstacles = host_p.astype(np.int32), host_o.astype(np.int32)
+            positions, obstacles = check_layout(self.layout, positions, obstacles)
         return self._start(
             jnp.asarray(positions, jnp.int32), jnp.asarray(obstacles, jnp.int32), params
         )
@@ -445,40 +292,9 @@ class GridWorld:
 
     def _reset_to_checked(self, positions, obstacles, params):
         params = self._params(params)
-        positions, obstacles = self._layout_arrays(positions, obstacles)
-        positions, obstacles = jnp.asarray(positions), jnp.asarray(obstacles)
-        faults = _layout_faults(jnp, positions, obstacles, self.layout.size, self.is_predator)
-        for rule, row in zip(LAYOUT_RULES, faults, strict=True):
-            values = positions if rule.startswith("positions") else obstacles
-            if values.shape[0]:
-                checkify.check(
-                    row < 0,
-                    "reset_to: " + rule.format(i="{i}", v="{v}", size=self.layout.size),
-                    i=row,
-                    v=values[row],
-                )
+        positions, obstacles = layout_arrays(self.layout, positions, obstacles)
+        positions, obstacles = checkify_layout(self.layout, positions, obstacles)
         return self._start(positions.astype(jnp.int32), obstacles.astype(jnp.int32), params)
-
-    def _layout_arrays(self, positions, obstacles):
-        """Check the shapes (A, 2), (K, 2) and integer dtypes of a layout, never reshaping."""
-        arrays = []
-        for name, value, rows, what in (
-            ("positions", positions, self.num_agents, "[x, y] per agent, predators first"),
-            ("obstacles", obstacles, self.layout.num_obstacles, "[x, y] per obstacle"),
-        ):
-            if not isinstance(value, jax.Array):
-                value = np.asarray(value)
-            if rows == 0 and value.size == 0:
-                value = np.zeros((0, 2), np.int32)  # no obstacles: [] of any dtype will do
-            expected = f"an integer array of shape ({rows}, 2) ({what})"
-            if value.shape != (rows, 2):
-                raise ValueError(
-                    f"reset_to: {name} must be {expected}; got shape {tuple(value.shape)}"
-                )
-            if not jnp.issubdtype(value.dtype, jnp.integer):
-                raise TypeError(f"reset_to: {name} must be {expected}; got dtype {value.dtype}")
-            arrays.append(value)
-        return tuple(arrays)
 
     def _start(
         self, positions: jax.Array, obstacles: jax.Array, params: EnvParams
@@ -571,39 +387,6 @@ class GridWorld:
         unit = jnp.where(runs, self.composer.substep_unit(state, after, events, params.reward), 0.0)
         return after, unit_terms + unit
 
-    def _host_or_jax(self, value: Any, what: str, expected: str) -> Any:
-        """``value`` as a JAX array (kept) or a NumPy array. A list or tuple holding traced
-        values (under ``jit`` a list is a pytree whose items are traced one by one) and a
-        ragged or non-numeric sequence raise TypeError naming ``what``."""
-        if isinstance(value, jax.Array):
-            return value
-        if isinstance(value, list | tuple) and any(
-            isinstance(leaf, Tracer) for leaf in jax.tree.leaves(value)
-        ):
-            raise TypeError(
-                f"step: {what} must be {expected}; got a {type(value).__name__} of traced "
-                f"values (under jit each item of a {type(value).__name__} is traced on its "
-                "own): pass an array, e.g. jnp.asarray(actions)"
-            )
-        try:
-            return np.asarray(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"step: {what} must be {expected}; got {short_repr(value)}") from None
-
-    def _action_array(self, actions: Any) -> Any:
-        """``actions`` as an array after the static checks: an integer dtype (of any width)
-        and the shape (A,); TypeError / ValueError otherwise, also at trace time."""
-        expected = (
-            f"an integer array of shape ({self.num_agents},) (one action per agent, "
-            f"predators first)"
-        )
-        actions = self._host_or_jax(actions, "actions", expected)
-        if not jnp.issubdtype(actions.dtype, jnp.integer):
-            raise TypeError(f"step: actions must be {expected}; got dtype {actions.dtype}")
-        if actions.shape != (self.num_agents,):
-            raise ValueError(f"step: actions must be {expected}; got shape {tuple(actions.shape)}")
-        return actions
-
     def actions_from_dict(self, actions: Mapping[str, Any]) -> Any:
         """The action array of ``{agent name: action}``, the form the adapters take: one
         integer scalar per agent (an agent left out takes the no-op), stacked in the values'
@@ -614,43 +397,13 @@ class GridWorld:
         agent name ValueError; the values are range-checked by :meth:`action_rows` and
         :meth:`step`, not here.
         """
-        names = list(self.agent_names)
-        if not isinstance(actions, Mapping):
-            raise TypeError(
-                f"step: actions must be a dict {{agent name: action}} (agents: {names}); "
-                f"got {type(actions).__name__}"
-            )
-        for name in actions:
-            if name not in names:
-                raise ValueError(f"unknown agent {name!r}; agents: {names}")
-        noop = np.asarray(self.noop_action, np.int32)
-        expected = f"an integer scalar (an index into the action table, [0, {self.num_actions}))"
-        values = []
-        for name in names:
-            what = f"actions[{name!r}]"
-            value = self._host_or_jax(actions.get(name, noop), what, expected)
-            if not jnp.issubdtype(value.dtype, jnp.integer):
-                raise TypeError(f"step: {what} must be {expected}; got dtype {value.dtype}")
-            if value.shape != ():
-                raise ValueError(f"step: {what} must be {expected}; got shape {value.shape}")
-            values.append(value)
-        if any(isinstance(v, Tracer) for v in values):
-            return jnp.stack(values)
-        return np.stack([np.asarray(v) for v in values])
+        return dict_actions(actions, self.agent_names, self.noop_action, self.num_actions)
 
     def _action_fault(self, actions: Any) -> tuple[str | None, Any]:
-        """For concrete actions: ``(the broken ACTION_RULE or None, the actions as int32 with
-        out-of-range ones replaced by the no-op)``, compared in the actions' own width, before
-        any cast to int32 could wrap them into the table."""
-        host = np.asarray(actions)
-        bad = (host < 0) | (host >= self.num_actions)
-        fault = None
-        if bad.any():
-            i = int(np.argmax(bad))
-            fault = ACTION_RULE.format(i=i, v=int(host[i]), n=self.num_actions) + (
-                f" ({self.agent_names[i]}; {self.action_type}, whose no-op is {self.noop_action})"
-            )
-        return fault, np.where(bad, self.noop_action, host).astype(np.int32)
+        """:func:`~ppage_jax.env.checks.action_fault` of concrete ``actions`` for this env."""
+        return action_fault(
+            actions, self.num_actions, self.noop_action, self.agent_names, self.action_type
+        )
 
     def action_rows(self, actions: Actions) -> jax.Array:
         """int32[A]: the action-table rows ``step`` takes for ``actions`` (an integer array of
@@ -659,30 +412,13 @@ class GridWorld:
         ``jit``); a concrete action outside ``[0, num_actions)`` raises ValueError naming the
         first (compared in its own width); a traced one becomes the no-op
         (:meth:`checked_step` reports it)."""
-        actions = self._action_array(actions)
+        actions = action_array(actions, self.num_agents)
         if not isinstance(actions, Tracer):
             fault, rows = self._action_fault(actions)
             if fault is not None:
                 raise ValueError(f"step: {fault}")
             return jnp.asarray(rows)
-        valid = (actions >= 0) & (actions < self.num_actions)
-        return jnp.where(valid, actions, self.noop_action).astype(jnp.int32)
-
-    def _check_running(self, state: State) -> None:
-        """Refuse (ValueError) to step a concrete state whose episode has ended; a traced
-        one steps on (:meth:`checked_step` reports it)."""
-        flags = (state.terminated, state.truncated, state.turn)
-        if any(isinstance(x, Tracer) for x in flags):
-            return
-        terminated = bool(np.asarray(state.terminated))
-        truncated = bool(np.asarray(state.truncated))
-        if terminated or truncated:
-            how = " and ".join(
-                w for w, on in (("terminated", terminated), ("truncated", truncated)) if on
-            )
-            raise ValueError(
-                "step: " + FINISHED_RULE.format(how=how, turn=int(np.asarray(state.turn)))
-            )
+        return rows_or_noop(actions, self.num_actions, self.noop_action)
 
     def checked_step(
         self, key: Key, state: State, actions: Actions, params: EnvParams | None = None
@@ -700,7 +436,7 @@ class GridWorld:
         and is not reported): pass int32 actions into jitted code (docs/semantics.md, "Bad
         inputs to a step").
         """
-        actions = self._action_array(actions)
+        actions = action_array(actions, self.num_agents)
         fault = None
         if not isinstance(actions, Tracer):
             fault, actions = self._action_fault(actions)
@@ -708,31 +444,7 @@ class GridWorld:
         return checkify.checkify(checked)(key, state, actions, params)
 
     def _step_checked(self, key, state, actions, params, *, fault: str | None):
-        if fault is not None:  # found on the concrete actions, in their own width
-            checkify.check(
-                jnp.asarray(False), "step: " + fault.replace("{", "{{").replace("}", "}}")
-            )
-        actions = jnp.asarray(actions)
-        bad = (actions < 0) | (actions >= self.num_actions)
-        i = jnp.argmax(bad)
-        checkify.check(
-            ~bad.any(),
-            "step: " + ACTION_RULE.format(i="{i}", v="{v}", n=self.num_actions),
-            i=i,
-            v=actions[i],
-        )
-        terminated = jnp.asarray(state.terminated, bool)
-        truncated = jnp.asarray(state.truncated, bool)
-        checkify.check(
-            ~(terminated | truncated),
-            "step: "
-            + FINISHED_RULE.format(
-                how="terminated {terminated}, truncated {truncated}", turn="{turn}"
-            ),
-            terminated=terminated,
-            truncated=truncated,
-            turn=state.turn,
-        )
+        actions = checkify_step(actions, state, self.num_actions, fault)
         return self._step(key, state, actions, params, check=False)
 
     def step(
@@ -762,12 +474,11 @@ class GridWorld:
         del key  # the dynamics are deterministic; the key is part of the API
         params = self._params(params)
         if check:
-            self._check_running(state)
+            check_running(state)
             rows = self.action_rows(actions)
         else:  # checked_step reported them; out-of-range traced actions are the no-op
-            actions = self._action_array(actions)
-            valid = (actions >= 0) & (actions < self.num_actions)
-            rows = jnp.where(valid, actions, self.noop_action).astype(jnp.int32)
+            actions = action_array(actions, self.num_agents)
+            rows = rows_or_noop(actions, self.num_actions, self.noop_action)
         directions = jnp.asarray(self.action_table)[rows]
         moves = (directions != 0).any(axis=1)
         budget = jnp.where(moves, jnp.minimum(params.speeds, state.stamina), 0)
@@ -819,22 +530,3 @@ class GridWorld:
             "captures_total": state.captures_total,
         }
         return self.observe(state, params), state, reward, terminated, truncated, info
-
-
-def make(
-    config: Config | str | None = None, overrides: Mapping[str, Any] | None = None
-) -> GridWorld:
-    """Build a GridWorld from a Config, a config path or shipped name, or None (the package
-    defaults), with dotted ``overrides``. The validated config is translated to an
-    :class:`EnvSpec` (:func:`~ppage_jax.config.env_spec.env_spec`); a value the env refuses
-    (the memory limits) raises a ConfigError naming its config key and the file it came
-    from."""
-    if not isinstance(config, Config):
-        config = load_config(config, overrides)
-    elif overrides:
-        config = config.with_overrides(overrides)
-    try:
-        return GridWorld(env_spec(config))
-    except SpecError as err:
-        key = config_key(err.field)
-        raise ConfigError(config.source_of(key), key, config.get(key), err.allowed) from None
