@@ -61,6 +61,7 @@ def _refuse_existing(paths: list[Path], overwrite: bool) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from ppage_jax.analysis.batch.output import csv_text
     from ppage_jax.analysis.detectors.replay import (
         detection_rows,
         monitor_curves,
@@ -68,7 +69,6 @@ def _replay(args: argparse.Namespace) -> int:
         recorded_agreement,
     )
     from ppage_jax.analysis.detectors.settings import load_settings
-    from ppage_jax.analysis.sweep.writer import csv_text
     from ppage_jax.artifacts import write_text
 
     settings = load_settings(args.settings)

@@ -33,8 +33,9 @@ from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 MULTI_PROCESS = True
-# ppage_jax.analysis.sweep's MEMORY_BUDGET_ENV (program) and LAYOUTS (run), written here so
-# that the parser loads no JAX (tests/cli/test_cli_imports.py checks that they agree).
+# MEMORY_BUDGET_ENV of ppage_jax.analysis.batch.program and LAYOUTS of
+# ppage_jax.analysis.sweep.run, written here so that the parser loads no JAX
+# (tests/cli/test_cli_imports.py checks that they agree).
 MEMORY_BUDGET_ENV = "PPAGE_JAX_MEMORY_BUDGET"
 LAYOUTS = ("vmap", "sequential")
 
@@ -42,7 +43,7 @@ LAYOUTS = ("vmap", "sequential")
 def byte_count(text: str) -> int:
     """argparse type: a byte count such as 512M (see ``program.parse_bytes``; read when the
     flag is given)."""
-    from ppage_jax.analysis.sweep.program import parse_bytes
+    from ppage_jax.analysis.batch.program import parse_bytes
 
     try:
         return parse_bytes(text)
@@ -219,7 +220,7 @@ def main(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     distributed.initialize_from_args(args)  # before any JAX work
-    from ppage_jax.analysis.sweep.program import memory_budget
+    from ppage_jax.analysis.batch.program import memory_budget
     from ppage_jax.analysis.sweep.run import run_sweep
     from ppage_jax.analysis.sweep.spec import ScenarioSweep, load_sweep
 

@@ -14,12 +14,12 @@ import yaml
 from sweep_testing import TINY as SWEEP_TINY
 
 import ppage_jax as pj
+from ppage_jax.analysis.batch.trainers import trainer_functions
 from ppage_jax.analysis.search.constraint import judge, selection_order
 from ppage_jax.analysis.search.run import search_rewards
 from ppage_jax.analysis.search.space import Dimension
 from ppage_jax.analysis.search.spec import Constraint, load_search
 from ppage_jax.analysis.search.strategies import STRATEGIES, Strategy, rank_fitness
-from ppage_jax.analysis.sweep.trainers import trainer_functions
 from ppage_jax.artifacts import OutputError
 from ppage_jax.cli.main import main as cli_main
 from ppage_jax.config import ConfigError, ConfigNotice

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ppage_jax.analysis.batch.auditing import read_audit, stall_margin_of
 from ppage_jax.analysis.family.paired import arm_summaries, family_results, seed_tables
 from ppage_jax.analysis.family.report import analysis_of
 from ppage_jax.analysis.family.signals import lead_lag
-from ppage_jax.analysis.sweep.auditing import read_audit, stall_margin_of
 from ppage_jax.analysis.sweep.writer import curves_path, read_curves, read_results
 
 STUDY = Path(__file__).resolve().parents[2] / "docs" / "studies" / "reward_design"

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from sweep_testing import ARMS, TINY, write_sweep
 
+from ppage_jax.analysis.batch.trainers import trainer_functions
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import load_sweep
-from ppage_jax.analysis.sweep.trainers import trainer_functions
 from ppage_jax.cli.main import main as cli_main
 from ppage_jax.config import ConfigError
 from ppage_jax.train.run.evaluate import untrained_levels

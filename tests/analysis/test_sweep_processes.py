@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
-from ppage_jax.analysis.sweep.program import (
+from ppage_jax.analysis.batch.output import float_value
+from ppage_jax.analysis.batch.program import (
     MEMORY_FRACTION,
     device_memory_limit,
     memory_budget,
@@ -22,7 +23,6 @@ from ppage_jax.analysis.sweep.program import (
 )
 from ppage_jax.analysis.sweep.run import run_sweep
 from ppage_jax.analysis.sweep.spec import load_sweep
-from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.cli.main import main as cli_main
 
 REPO = Path(__file__).resolve().parents[2]

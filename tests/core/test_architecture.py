@@ -176,6 +176,26 @@ def test_forbidden_pairs(lower, higher):
     assert crossing == []
 
 
+@pytest.mark.parametrize(
+    ("folder", "avoided"),
+    [("search", ("sweep",)), ("batch", ("sweep", "search"))],
+)
+def test_sweeps_and_searches_meet_only_in_batch(folder, avoided):
+    """analysis/search/ imports nothing of analysis/sweep/, and analysis/batch/, the ground
+    both stand on, imports neither."""
+    inside = f"ppage_jax.analysis.{folder}"
+    assert any(m.startswith(inside + ".") for m in GRAPH), inside
+    crossing = sorted(
+        f"{src} -> {dst}"
+        for src, targets in GRAPH.items()
+        if src == inside or src.startswith(inside + ".")
+        for dst in targets
+        for other in avoided
+        if dst == f"ppage_jax.analysis.{other}" or dst.startswith(f"ppage_jax.analysis.{other}.")
+    )
+    assert crossing == []
+
+
 def test_the_import_graph_has_no_circle():
     """Tarjan's strongly connected components: every component is one module."""
     index: dict[str, int] = {}

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ppage_jax.analysis.batch.monitoring import curve_to_rows
 from ppage_jax.analysis.detectors.naive import NAIVE_CHECKS, naive_flags
 from ppage_jax.analysis.detectors.settings import DetectorSettings, load_settings
-from ppage_jax.analysis.sweep.monitoring import curve_to_rows
 from ppage_jax.analysis.sweep.writer import curves_path
 from ppage_jax.config import ConfigError
 from ppage_jax.train.run.monitor import CHECKS, PREFIX, Monitor
@@ -98,7 +98,7 @@ def _watch_from_sweep(monitor: Mapping[str, Any], terms: Sequence[str], arm: str
 def read_sweep(directory: Path) -> list[WatchedRun]:
     """Every run of a sweep directory (sweep.json and curves.csv[.gz]); of a sweep over
     scenarios, every scenario's, its arms named ``<scenario>/<arm>``."""
-    from ppage_jax.analysis.sweep.writer import float_value
+    from ppage_jax.analysis.batch.output import float_value
 
     described = json.loads((directory / "sweep.json").read_text())
     if "scenarios" in described:  # a sweep over scenarios: each in its own subdirectory

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from ppage_jax.analysis.batch.output import csv_text
 from ppage_jax.analysis.detectors.naive import NAIVE_CHECKS
 from ppage_jax.analysis.detectors.rates import (
     Confirmation,
@@ -31,7 +32,6 @@ from ppage_jax.analysis.detectors.suite import (
     SuiteRuns,
     detect_suite,
 )
-from ppage_jax.analysis.sweep.writer import csv_text
 from ppage_jax.artifacts import save_figure, write_text
 
 OUTPUTS = ("detectors.csv", "rates.csv", "report.md", "roc.png")

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ppage_jax.analysis.batch.metrics import CHECKPOINT_PREFIX
+from ppage_jax.analysis.batch.output import csv_text
 from ppage_jax.analysis.family.declare import AnalysisSpec, Comparison
 from ppage_jax.analysis.family.endpoints import ENDPOINTS, normalised, score_scale
 from ppage_jax.analysis.sweep.baselines import (
@@ -36,8 +38,7 @@ from ppage_jax.analysis.sweep.baselines import (
     EVAL_BLOCK,
     baseline_levels,
 )
-from ppage_jax.analysis.sweep.metrics import CHECKPOINT_PREFIX
-from ppage_jax.analysis.sweep.writer import csv_text, curves_path, read_curves, read_results
+from ppage_jax.analysis.sweep.writer import curves_path, read_curves, read_results
 from ppage_jax.artifacts import write_text
 from ppage_jax.stats import bootstrap as boot
 from ppage_jax.stats.paired import bca_ci, holm, paired_power, sign_flip_p, wilson_ci

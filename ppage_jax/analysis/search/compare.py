@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from ppage_jax.analysis.batch.output import cell, csv_text
 from ppage_jax.analysis.search.report import BOOTSTRAP_REPS, SELECTED, load_candidates
 from ppage_jax.analysis.search.writer import DESCRIPTION, REEVAL, read_csv
-from ppage_jax.analysis.sweep.writer import cell, csv_text
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats

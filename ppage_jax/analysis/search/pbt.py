@@ -53,6 +53,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppage_jax.analysis.audit.margin import stall_margins
+from ppage_jax.analysis.batch.metrics import curve_rows, run_metrics
+from ppage_jax.analysis.batch.monitoring import arm_monitors, monitor_run
+from ppage_jax.analysis.batch.output import cell, csv_text, float_value
+from ppage_jax.analysis.batch.program import take
+from ppage_jax.analysis.batch.spec import Arm
+from ppage_jax.analysis.batch.trainers import EvalFn
 from ppage_jax.analysis.search.constraint import flagged_checks, margin_reason
 from ppage_jax.analysis.search.space import Dimension, candidate_arm, candidate_values
 from ppage_jax.analysis.search.spec import PBTSettings, SearchSpec, load_search
@@ -62,12 +68,6 @@ from ppage_jax.analysis.search.writer import (
     read_csv,
     write_above_bar,
 )
-from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
-from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
-from ppage_jax.analysis.sweep.program import take
-from ppage_jax.analysis.sweep.spec import Arm
-from ppage_jax.analysis.sweep.trainers import EvalFn
-from ppage_jax.analysis.sweep.writer import cell, csv_text, float_value
 from ppage_jax.artifacts import OutputError, fault, write_json, write_text
 from ppage_jax.config import Config, load_config
 from ppage_jax.env import GridWorld, make
@@ -222,7 +222,7 @@ def pbt_program(
     """The population's programs (kept for the process, keyed by what their code depends
     on, so a resumed search in the same process reuses them). ``init_fn``/``update_fn``
     default to the config's algorithm, ``eval_fn`` to the search's held-out block."""
-    from ppage_jax.analysis.sweep.trainers import trainer_functions
+    from ppage_jax.analysis.batch.trainers import trainer_functions
     from ppage_jax.train.kit.loop import run_updates
     from ppage_jax.train.kit.traced import bind
     from ppage_jax.train.registry import algorithm

@@ -1,5 +1,5 @@
 """The compiled programs of a search: the sweep's train-then-evaluate program
-(:func:`ppage_jax.analysis.sweep.program.make_program`) compiled once for a fixed number of
+(:func:`ppage_jax.analysis.batch.program.make_program`) compiled once for a fixed number of
 runs and called with new inputs (each generation's candidates: traced ``EnvParams`` and
 hyperparameters), so generations never recompile.
 
@@ -19,16 +19,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
-from ppage_jax.analysis.sweep.program import (
+from ppage_jax.analysis.batch.metrics import curve_rows, run_metrics
+from ppage_jax.analysis.batch.program import (
     compile_chunk,
     make_program,
     stack_hyperparams,
     stack_runs,
     take,
 )
-from ppage_jax.analysis.sweep.spec import SweepSpec
-from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn, trainer_functions
+from ppage_jax.analysis.batch.spec import SweepSpec
+from ppage_jax.analysis.batch.trainers import EvalFn, TrainFn, trainer_functions
 from ppage_jax.env import GridWorld
 from ppage_jax.sharding import make_mesh, shard_global, to_host
 
@@ -42,7 +42,7 @@ class RunProgram:
     The program is compiled on the first call for that call's number of runs (padded to a
     multiple of the devices) and reused by every later call with the same shapes.
     ``train_fn``/``eval_fn`` default to the config's algorithm and the spec's held-out block
-    (:func:`~ppage_jax.analysis.sweep.trainers.trainer_functions`)."""
+    (:func:`~ppage_jax.analysis.batch.trainers.trainer_functions`)."""
 
     def __init__(
         self,

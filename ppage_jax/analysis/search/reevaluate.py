@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ppage_jax.analysis.batch.monitoring import arm_monitors, monitor_run
+from ppage_jax.analysis.batch.spec import Arm, SweepSpec
+from ppage_jax.analysis.batch.trainers import TrainFn
 from ppage_jax.analysis.search.spec import SearchSpec
-from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
-from ppage_jax.analysis.sweep.spec import Arm, SweepSpec
-from ppage_jax.analysis.sweep.trainers import TrainFn
 from ppage_jax.config import Config
 from ppage_jax.env import GridWorld
 from ppage_jax.tracking.sweep import SweepRecorder
@@ -115,8 +115,8 @@ def replay_schedule(
     layouts, the row of the search's evaluation policy kept. So the replay
     (:func:`replay_command`) reproduces the re-evaluated scores bit for bit. Results and
     episode rows as :func:`run_parts`."""
-    from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
-    from ppage_jax.analysis.sweep.program import take
+    from ppage_jax.analysis.batch.metrics import curve_rows, run_metrics
+    from ppage_jax.analysis.batch.program import take
     from ppage_jax.env import make
     from ppage_jax.tracking.status import phase
     from ppage_jax.train.run.curriculum import config_curriculum

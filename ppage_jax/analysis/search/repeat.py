@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ppage_jax.analysis.batch.output import cell, csv_text
+from ppage_jax.analysis.batch.spec import Arm
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.writer import EPISODE_HEADER, REEVAL_HEADER
-from ppage_jax.analysis.sweep.spec import Arm
-from ppage_jax.analysis.sweep.writer import cell, csv_text
 from ppage_jax.artifacts import prepare_output_dir, write_json, write_text
 
 REFERENCES = "references"

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ppage_jax.analysis.batch.output import float_value
 from ppage_jax.analysis.search.constraint import selection_order
 from ppage_jax.analysis.search.reevaluate import replay_command
 from ppage_jax.analysis.search.space import bound_lines, candidate_arm
@@ -37,7 +38,6 @@ from ppage_jax.analysis.search.writer import (
     read_csv,
     read_manifest,
 )
-from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats

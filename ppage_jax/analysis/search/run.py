@@ -27,6 +27,9 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.analysis.audit.margin import stall_margins
+from ppage_jax.analysis.batch.auditing import audit_rows
+from ppage_jax.analysis.batch.monitoring import arm_monitors, monitor_run
+from ppage_jax.analysis.batch.trainers import EvalFn, TrainFn
 from ppage_jax.analysis.search.constraint import judge, margin_reason, selection_order
 from ppage_jax.analysis.search.pbt import write_pick
 from ppage_jax.analysis.search.programs import RunProgram
@@ -34,9 +37,6 @@ from ppage_jax.analysis.search.space import candidate_arm, candidate_values, out
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
 from ppage_jax.analysis.search.writer import open_search_writer, write_above_bar
-from ppage_jax.analysis.sweep.auditing import audit_rows
-from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
-from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn
 from ppage_jax.artifacts import OutputError, fault
 from ppage_jax.config import notice
 from ppage_jax.env import make

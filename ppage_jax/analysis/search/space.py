@@ -7,7 +7,7 @@ candidate never leaves them; the bounds are checked against the declared range o
 search when the search file is loaded (:mod:`.spec`), and a search announces once per key
 that a strategy's proposals were clipped (CMA-ES and SNES sample normal distributions).
 
-A dimension names what it sets in a reward design (a :class:`~ppage_jax.analysis.sweep.spec.Arm`):
+A dimension names what it sets in a reward design (a :class:`~ppage_jax.analysis.batch.spec.Arm`):
 
 - ``weights.<term>``: the term's weight;
 - ``params.<term>.<param>``: one of the term's numeric params (``params.base.step_cost``);
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ppage_jax.analysis.sweep.spec import Arm
+from ppage_jax.analysis.batch.spec import Arm
 
 KINDS = ("weights", "params", "hyperparams")
 SCALES = ("linear", "log")

@@ -39,23 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
-from ppage_jax.analysis.search.strategies import STRATEGIES
-from ppage_jax.analysis.sweep.reading import (
+from ppage_jax.analysis.batch.arms import declared_param, read_arm
+from ppage_jax.analysis.batch.reading import (
     SpecReader,
     check_disjoint,
     display_path,
     open_spec_file,
     read_eval,
 )
-from ppage_jax.analysis.sweep.spec import (
-    Arm,
-    SweepSpec,
-    declared_param,
-    read_arm,
-    shared_config,
-    union_entries,
-)
+from ppage_jax.analysis.batch.spec import Arm, SweepSpec, shared_config, union_entries
+from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
+from ppage_jax.analysis.search.strategies import STRATEGIES
 from ppage_jax.config import (
     NAME_RULE,
     Config,
@@ -430,7 +424,7 @@ def load_search(
             checks,
             f"must be a non-empty list of {list(MONITOR_CHECKS)}",
         )
-    from ppage_jax.analysis.sweep.auditing import CHECKS as AUDIT_CHECKS
+    from ppage_jax.analysis.batch.auditing import CHECKS as AUDIT_CHECKS
 
     audit_checks = con.get("audit", [])
     if not isinstance(audit_checks, list) or any(c not in AUDIT_CHECKS for c in audit_checks):

@@ -27,17 +27,18 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ppage_jax.analysis.sweep.auditing import HEADER as AUDIT_HEADER
-from ppage_jax.analysis.sweep.writer import (
+from ppage_jax.analysis.batch.auditing import HEADER as AUDIT_HEADER
+from ppage_jax.analysis.batch.output import (
+    OutputWriter,
     cell,
     csv_text,
     float_value,
     identity_hash,
     resumed_manifest,
 )
-from ppage_jax.analysis.sweep.writer import read_manifest as read_any_manifest
+from ppage_jax.analysis.batch.output import read_manifest as read_any_manifest
 from ppage_jax.artifacts import (
     OutputError,
     clear_output,
@@ -94,8 +95,10 @@ def read_manifest(directory: str | Path) -> dict:
     return read_any_manifest(directory, "search", MANIFEST_FORMAT)
 
 
-class SearchWriter:
+class SearchWriter(OutputWriter):
     """The files of one search directory (see the module docstring)."""
+
+    description_file = DESCRIPTION
 
     def __init__(
         self,
@@ -169,13 +172,6 @@ class SearchWriter:
         return record
 
     # ---------------------------------------------------------------- writing
-    def write_description(self, **extra: Any) -> None:
-        self.description.update(extra)
-        write_json(self.dir / DESCRIPTION, self.description, indent=2)
-
-    def _commit(self) -> None:
-        write_json(self.dir / MANIFEST, self.manifest, indent=1)
-
     def add_generation(
         self,
         generation: int,

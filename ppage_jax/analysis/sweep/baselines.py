@@ -10,7 +10,7 @@ the base config's reward (the reward does not change what a fixed policy does) a
 sweep's evaluation step limit.
 
 ``baselines.csv``: ``block, baseline, policy, metric, value`` rows of
-:func:`~ppage_jax.analysis.sweep.metrics.run_metrics`'s task metrics: ``block`` is ``eval``
+:func:`~ppage_jax.analysis.batch.metrics.run_metrics`'s task metrics: ``block`` is ``eval``
 (the held-out block every run is scored on) or ``checkpoints`` (the fresh block of the
 evaluation curve, ``sweep.checkpoints``), ``baseline`` the row's name (``random``,
 ``chase``, ``prey_random``, ``prey_evade``) and ``policy`` its label. The normalised score
@@ -26,8 +26,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ppage_jax.analysis.sweep.metrics import EPISODE_METRICS
-from ppage_jax.analysis.sweep.writer import cell, csv_text, float_value
+from ppage_jax.analysis.batch.metrics import EPISODE_METRICS
+from ppage_jax.analysis.batch.output import cell, csv_text, float_value
 from ppage_jax.artifacts import write_text
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ppage_jax.analysis.sweep.monitoring import FIRST
+from ppage_jax.analysis.batch.monitoring import FIRST
 from ppage_jax.viz.run_figures import smoothed
 
 # The monitor's default window (experiment.monitor.window): the trailing mean's length.

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ppage_jax.analysis.batch.auditing import AUDIT_FILE, read_audit, stall_margin_of
+from ppage_jax.analysis.batch.monitoring import FIRST
 from ppage_jax.analysis.family.endpoints import HEADLINE
 from ppage_jax.analysis.family.report import (
     MIN_INTERVAL_SEEDS,
@@ -33,11 +35,9 @@ from ppage_jax.analysis.family.report import (
     interval_cell,
     write_scenario_report,
 )
-from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, read_audit, stall_margin_of
 from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, read_baselines
 from ppage_jax.analysis.sweep.curves import captured_counts, weighted_band
 from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
-from ppage_jax.analysis.sweep.monitoring import FIRST
 from ppage_jax.analysis.sweep.writer import curves_path, read_curves, read_results
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.episodes.metrics import diagnostics

@@ -49,20 +49,11 @@ import numpy as np
 from jax.sharding import Mesh
 
 from ppage_jax import distributed
-from ppage_jax.analysis.family.endpoints import DERIVED, NoHeadroom, score_scale
-from ppage_jax.analysis.family.paired import COMPARISONS_FILE
-from ppage_jax.analysis.sweep.auditing import AUDIT_FILE, audit_rows, write_audit
-from ppage_jax.analysis.sweep.baselines import (
-    BASELINES_FILE,
-    CHECKPOINT_BLOCK,
-    EVAL_BLOCK,
-    baseline_levels,
-    baseline_rows,
-    write_baselines,
-)
-from ppage_jax.analysis.sweep.metrics import checkpoint_rows, curve_rows, run_metrics
-from ppage_jax.analysis.sweep.monitoring import arm_monitors, describe_monitors, monitor_run
-from ppage_jax.analysis.sweep.program import (
+from ppage_jax.analysis.batch.auditing import AUDIT_FILE, audit_rows, write_audit
+from ppage_jax.analysis.batch.metrics import checkpoint_rows, curve_rows, run_metrics
+from ppage_jax.analysis.batch.monitoring import arm_monitors, describe_monitors, monitor_run
+from ppage_jax.analysis.batch.output import MANIFEST, identity_hash
+from ppage_jax.analysis.batch.program import (
     MEMORY_BUDGET_ENV,
     compile_chunk,
     make_program,
@@ -71,15 +62,24 @@ from ppage_jax.analysis.sweep.program import (
     stack_runs,
     take,
 )
-from ppage_jax.analysis.sweep.spec import ScenarioSweep, SweepSpec
-from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn, trainer_functions
+from ppage_jax.analysis.batch.spec import SweepSpec
+from ppage_jax.analysis.batch.trainers import EvalFn, TrainFn, trainer_functions
+from ppage_jax.analysis.family.endpoints import DERIVED, NoHeadroom, score_scale
+from ppage_jax.analysis.family.paired import COMPARISONS_FILE
+from ppage_jax.analysis.sweep.baselines import (
+    BASELINES_FILE,
+    CHECKPOINT_BLOCK,
+    EVAL_BLOCK,
+    baseline_levels,
+    baseline_rows,
+    write_baselines,
+)
+from ppage_jax.analysis.sweep.spec import ScenarioSweep
 from ppage_jax.analysis.sweep.writer import (
     DESCRIPTION,
-    MANIFEST,
     MANIFEST_FORMAT,
     FollowerWriter,
     SweepWriter,
-    identity_hash,
     open_sweep_writer,
     resumed_manifest,
 )
@@ -554,7 +554,7 @@ def run_sweep(
     anything with the same contract. Chunks: ``spec.chunk_size`` runs per call, else as many
     runs as fit the memory budget: ``memory_budget_bytes`` (bytes or ``"512M"``) or
     ``PPAGE_JAX_MEMORY_BUDGET`` when set, else 70 % of the device's memory
-    (:func:`~ppage_jax.analysis.sweep.program.memory_budget`), starting from ``CPU_CHUNKS``
+    (:func:`~ppage_jax.analysis.batch.program.memory_budget`), starting from ``CPU_CHUNKS``
     chunks on CPU without a set budget (for the progress bar and early results).
     ``layout`` (``"vmap"``, the default, or ``"sequential"``: :func:`choose_layout`) says
     whether a chunk trains as one vmapped program or run after run in a program compiled

@@ -52,22 +52,21 @@ endpoint, the family of paired comparisons and the prediction
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from ppage_jax.analysis.family.declare import AnalysisSpec, read_analysis
-from ppage_jax.analysis.sweep.reading import (
+from ppage_jax.analysis.batch.arms import ARM_KEYS, read_arm
+from ppage_jax.analysis.batch.reading import (
     REPO_ROOT,
     SpecReader,
     check_disjoint,
-    display_path,
     open_spec_file,
     read_eval,
 )
+from ppage_jax.analysis.batch.spec import Arm, CheckpointSpec, SweepSpec, shared_config
+from ppage_jax.analysis.family.declare import AnalysisSpec, read_analysis
 from ppage_jax.config import (
     NAME_RULE,
-    SECTIONS,
     Config,
     ConfigError,
     is_safe_name,
@@ -75,16 +74,6 @@ from ppage_jax.config import (
     notice,
 )
 from ppage_jax.defaults import VERSION
-from ppage_jax.env import GridWorld, make
-from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
-from ppage_jax.rewards.registry import (
-    APPLIES_TO,
-    Choice,
-    get_term,
-    known_terms_help,
-    reward_terms,
-)
-from ppage_jax.state import EnvParams
 
 SWEEP_KEYS = (
     "config",
@@ -102,122 +91,24 @@ SWEEP_KEYS = (
     "analysis",
 )
 CHECKPOINT_KEYS = ("count", "episodes", "seed")
-ARM_KEYS = ("config", "weights", "disable", "params", "applies_to", "hyperparams")
 EVAL_KEYS = ("seed", "episodes", "max_steps", "policy")
 ABLATION_DIR = "configs/ablation"
 # PPAGE's four conditions (configs/ablation/<name>), the default arms.
 ABLATION_ARMS = ("base_only", "predator_distance", "survival", "both")
 
 
-@dataclasses.dataclass(frozen=True)
-class Arm:
-    """One reward design: its configured terms (defaults filled) and discount."""
-
-    name: str
-    entries: tuple[TermEntry, ...]
-    gamma: float
-    source: str
-    # traced training hyperparameters this arm sets (ppage_jax.train.kit.traced)
-    hyperparams: dict[str, float] = dataclasses.field(default_factory=dict)
+T = TypeVar("T")
 
 
-@dataclasses.dataclass(frozen=True)
-class CheckpointSpec:
-    """``sweep.checkpoints``: ``count`` evaluations over training, each of ``episodes``
-    layouts from ``seed`` (a block of its own)."""
+class FromFirstScenario(Generic[T]):
+    """An attribute of a :class:`ScenarioSweep` that its scenarios share (the arms, seeds,
+    terms and baselines): the first scenario's."""
 
-    count: int
-    episodes: int
-    seed: int
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
 
-
-@dataclasses.dataclass(frozen=True)
-class SweepSpec:
-    """A validated sweep: the shared config (union of terms), arms, seeds and eval block."""
-
-    path: str
-    config: Config
-    arms: tuple[Arm, ...]
-    baseline: str
-    seeds: int
-    train_seed: int
-    eval_seed: int
-    eval_episodes: int
-    eval_max_steps: int | None
-    eval_policy: str
-    chunk_size: int | None
-    output_dir: str
-    # every reference arm of P(improvement), ``baseline`` first (``sweep.baseline`` as a list)
-    baselines: tuple[str, ...] = ()
-    audit: bool = True  # run the reward audit of every arm before training
-    checkpoints: CheckpointSpec | None = None
-    analysis: AnalysisSpec = AnalysisSpec()
-    scenario: str | None = None  # its scenario's name, in a ScenarioSweep
-
-    @property
-    def terms(self) -> tuple[str, ...]:
-        return tuple(e.name for e in union_entries(self.arms))
-
-    def make_env(self) -> GridWorld:
-        return make(self.config)
-
-    def arm_params(self, env: GridWorld) -> list[EnvParams]:
-        """Each arm's EnvParams in the shared structure (absent terms at weight 0)."""
-        out = []
-        for arm in self.arms:
-            own = {e.name: e for e in arm.entries}
-            entries = [
-                own.get(e.name, dataclasses.replace(e, weight=0.0))
-                for e in union_entries(self.arms)
-            ]
-            reward = RewardComposer(entries, env.layout).default_params(arm.gamma)
-            out.append(env.default_params.replace(reward=reward))
-        return out
-
-    def arm_hyperparams(self) -> list[dict[str, float]]:
-        """Each arm's traced training hyperparameters: every name some arm sets, at the
-        arm's value or the config's (empty dicts when no arm sets one)."""
-        names = list(dict.fromkeys(n for arm in self.arms for n in arm.hyperparams))
-        if not names:
-            return [{} for _ in self.arms]
-        from ppage_jax.train.run.experiment import make_train_config
-
-        hp = make_train_config(self.config).hp
-        return [{n: arm.hyperparams.get(n, hp.traced_value(n)) for n in names} for arm in self.arms]
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-ready summary of the arms (weights per term, params, roles, the training
-        hyperparameters an arm sets) and seeds."""
-        arms = {}
-        for arm, hyper in zip(self.arms, self.arm_hyperparams(), strict=True):
-            own = {e.name: e for e in arm.entries}
-            arms[arm.name] = {
-                "source": arm.source,
-                "gamma": arm.gamma,
-                "weights": {t: (own[t].weight if t in own else 0.0) for t in self.terms},
-                "params": {e.name: dict(e.params) for e in arm.entries if e.params},
-                "applies_to": {e.name: e.applies_to for e in arm.entries},
-            }
-            if hyper:
-                arms[arm.name]["hyperparams"] = hyper
-        return {
-            "sweep": self.path,
-            "version": VERSION,
-            "config": display_path(self.config.path),
-            "config_hash": self.config.hash(),
-            "terms": list(self.terms),
-            "arms": arms,
-            "baseline": self.baseline,
-            "baselines": list(self.baselines or (self.baseline,)),
-            "seeds": self.seeds,
-            "train_seeds": [self.train_seed, self.train_seed + self.seeds - 1],
-            "eval_seeds": [self.eval_seed, self.eval_seed + self.eval_episodes - 1],
-            "eval_max_steps": self.eval_max_steps,
-            "eval_policy": self.eval_policy,
-            "checkpoints": dataclasses.asdict(self.checkpoints) if self.checkpoints else None,
-            "analysis": self.analysis.describe(),
-            "scenario": self.scenario,
-        }
+    def __get__(self, sweep: ScenarioSweep, owner: type | None = None) -> T:
+        return getattr(next(iter(sweep.scenarios.values())), self.name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,28 +122,12 @@ class ScenarioSweep:
     analysis: AnalysisSpec
     output_dir: str
 
-    def _first(self) -> SweepSpec:
-        return next(iter(self.scenarios.values()))
-
-    @property
-    def arms(self) -> tuple[Arm, ...]:
-        return self._first().arms
-
-    @property
-    def seeds(self) -> int:
-        return self._first().seeds
-
-    @property
-    def terms(self) -> tuple[str, ...]:
-        return self._first().terms
-
-    @property
-    def baselines(self) -> tuple[str, ...]:
-        return self._first().baselines
-
-    @property
-    def baseline(self) -> str:
-        return self._first().baseline
+    # what every scenario shares, read from the first one
+    arms = FromFirstScenario[tuple[Arm, ...]]()
+    seeds = FromFirstScenario[int]()
+    terms = FromFirstScenario[tuple[str, ...]]()
+    baselines = FromFirstScenario[tuple[str, ...]]()
+    baseline = FromFirstScenario[str]()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -275,16 +150,6 @@ def default_sweep_file() -> str | None:
     return None
 
 
-def union_entries(arms: Iterable[Arm]) -> list[TermEntry]:
-    """The shared term structure of ``arms``: every term some arm has, in order of first
-    appearance, with the first arm's entry of it."""
-    seen: dict[str, TermEntry] = {}
-    for arm in arms:
-        for entry in arm.entries:
-            seen.setdefault(entry.name, entry)
-    return list(seen.values())
-
-
 def load_sweep(
     path: str | Path | None = None, overrides: dict | None = None, arms: list[str] | None = None
 ) -> SweepSpec | ScenarioSweep:
@@ -301,7 +166,7 @@ def load_sweep(
     else:
         read, raw, base = open_spec_file(path, "sweep")
     body = read.section(raw, "sweep", SWEEP_KEYS, overrides)
-    output_dir = body.get("output_dir", "runs/sweeps/" + (Path(path).stem if path else "ablation"))
+    output_dir = body.get("output_dir", _default_output(path))
     if not isinstance(output_dir, str) or not output_dir:
         read.fail("sweep.output_dir", output_dir, "must be a directory path")
     if "scenarios" not in body:
@@ -452,164 +317,3 @@ def _read_checkpoints(read: SpecReader, raw: Any, config: Config) -> CheckpointS
             f"must divide the run's {updates} updates (checkpoints are evenly spaced)",
         )
     return spec
-
-
-def read_arm(
-    read: SpecReader,
-    name: str,
-    spec: Any,
-    base_config: Config,
-    sets: dict,
-    base: Path,
-    where: str | None = None,
-) -> Arm:
-    """One arm of a sweep file (``where``: its key in error messages, default
-    ``sweep.arms.<name>``; a reward search reads its design and references with it)."""
-    where = where or f"sweep.arms.{name}"
-    spec = read.mapping(where, spec, ARM_KEYS)
-    hyperparams = _read_hyperparams(read, where, spec.get("hyperparams"), base_config)
-    if "config" in spec:
-        extra = sorted(set(spec) - {"config", "hyperparams"})
-        if extra:
-            read.fail(
-                f"{where}.{extra[0]}",
-                spec[extra[0]],
-                "an arm given by 'config' takes no other keys but 'hyperparams' "
-                "(edit its rewards.yaml)",
-            )
-        directory = read.resolve(f"{where}.config", spec["config"], base)
-        arm_config = load_config(directory, sets)
-        _check_same_structure(read, where, arm_config, base_config)
-        return Arm(
-            name,
-            tuple(term_entries(arm_config["rewards"])),
-            float(arm_config["rewards"]["gamma"]),
-            display_path(directory),
-            hyperparams,
-        )
-
-    entries = {e.name: e for e in term_entries(base_config["rewards"])}
-    known = reward_terms()
-    weights = read.mapping(f"{where}.weights", spec.get("weights"))
-    for term, weight in weights.items():
-        key = f"{where}.weights.{term}"
-        if term not in known:
-            read.fail(key, weight, f"unknown reward term; {known_terms_help()}")
-        weight = read.number(key, weight)
-        if term in entries:
-            entries[term] = dataclasses.replace(entries[term], weight=weight)
-        else:
-            term_spec = get_term(term)
-            entries[term] = TermEntry(term, weight, term_spec.defaults(), term_spec.applies_to)
-    disable = spec.get("disable") or []
-    if not isinstance(disable, list):
-        read.fail(f"{where}.disable", disable, "must be a list of term names")
-    for term in disable:
-        if term not in entries:
-            read.fail(
-                f"{where}.disable", term, f"is not a term of this arm; its terms: {list(entries)}"
-            )
-        entries[term] = dataclasses.replace(entries[term], weight=0.0)
-    for term, values in read.mapping(f"{where}.params", spec.get("params")).items():
-        key = f"{where}.params.{term}"
-        if term not in entries:
-            read.fail(key, values, f"is not a term of this arm; its terms: {list(entries)}")
-        values = read.mapping(key, values)
-        params = dict(entries[term].params)
-        for param, value in values.items():
-            declared = declared_param(read, f"{key}.{param}", value, term, param)
-            if isinstance(declared, Choice):
-                if value not in declared.options:
-                    read.fail(f"{key}.{param}", value, f"must be one of {list(declared.options)}")
-            else:
-                value = read.number(f"{key}.{param}", value)
-            params[param] = value
-        entries[term] = dataclasses.replace(entries[term], params=params)
-    for term, role in read.mapping(f"{where}.applies_to", spec.get("applies_to")).items():
-        key = f"{where}.applies_to.{term}"
-        if term not in entries:
-            read.fail(key, role, f"is not a term of this arm; its terms: {list(entries)}")
-        if role not in APPLIES_TO:
-            read.fail(key, role, f"must be one of {list(APPLIES_TO)}")
-        entries[term] = dataclasses.replace(entries[term], applies_to=role)
-    return Arm(
-        name,
-        tuple(entries.values()),
-        float(base_config["rewards"]["gamma"]),
-        f"{display_path(base_config.path)} + edits",
-        hyperparams,
-    )
-
-
-def declared_param(read: SpecReader, key: str, value: Any, term: str, param: str) -> Any:
-    """Reward term ``term``'s declaration of ``param`` (a :class:`Choice` or its number's
-    default); a param the term does not declare fails at ``key``."""
-    declared = get_term(term).params
-    if param not in declared:
-        read.fail(
-            key, value, f"unknown param of reward term {term!r}; its params: {sorted(declared)}"
-        )
-    return declared[param]
-
-
-def _read_hyperparams(
-    read: SpecReader, where: str, values: Any, config: Config
-) -> dict[str, float]:
-    """An arm's ``hyperparams``: traced training hyperparameters of the configured algorithm
-    (:mod:`ppage_jax.train.kit.traced`), each validated like its config key."""
-    from ppage_jax.config.hyperparams import check_value
-    from ppage_jax.train.registry import hyperparams_class
-
-    algo = config["experiment"]["algorithm"]["name"]
-    out = {}
-    for name, value in read.mapping(f"{where}.hyperparams", values).items():
-        try:
-            out[str(name)] = check_value(hyperparams_class(algo), name, value, repr(algo))
-        except ValueError as err:
-            read.fail(f"{where}.hyperparams.{name}", value, str(err))
-    return out
-
-
-def _check_same_structure(read: SpecReader, where: str, arm: Config, base: Config) -> None:
-    """Arms may differ only in ``rewards``; name the first other key that differs."""
-
-    def first_difference(a: Any, b: Any, prefix: str) -> str | None:
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in sorted(set(a) | set(b)):
-                found = first_difference(a.get(key), b.get(key), f"{prefix}.{key}")
-                if found:
-                    return found
-            return None
-        return prefix if a != b else None
-
-    for section in SECTIONS:
-        if section == "rewards":
-            continue
-        key = first_difference(arm[section], base[section], section)
-        if key:
-            read.fail(
-                f"{where}.config",
-                arm.path,
-                f"mismatched structure: {key} is {arm.get(key)!r} here but "
-                f"{base.get(key)!r} in the base config {base.path}; arms may differ "
-                f"only in rewards",
-            )
-
-
-def shared_config(config: Config, arms: tuple[Arm, ...], sets: dict) -> Config:
-    """The base config rewritten to hold the union of every arm's terms."""
-    union = union_entries(arms)
-    shaping = [
-        {"name": e.name, "weight": e.weight, "params": dict(e.params), "applies_to": e.applies_to}
-        for e in union
-        if e.name != "base"
-    ]
-    overrides: dict[str, Any] = {
-        "rewards.shaping": shaping,
-        "rewards.base.enabled": any(e.name == "base" for e in union),
-    }
-    base_entry = next((e for e in union if e.name == "base"), None)
-    if base_entry is not None:
-        overrides["rewards.base.params"] = dict(base_entry.params)
-        overrides["rewards.base.weight"] = base_entry.weight
-    return config.with_overrides(overrides)

@@ -24,16 +24,22 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
-import io
 import json
-import math
 from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ppage_jax import distributed
+from ppage_jax.analysis.batch.output import (
+    MANIFEST,
+    OutputWriter,
+    cell,
+    csv_text,
+    float_value,
+    identity_hash,
+)
+from ppage_jax.analysis.batch.output import read_manifest as read_any_manifest
+from ppage_jax.analysis.batch.output import resumed_manifest as resumed_any_manifest
 from ppage_jax.artifacts import (
     OutputError,
     clear_output,
@@ -41,12 +47,10 @@ from ppage_jax.artifacts import (
     inside,
     prepare_output_dir,
     remove_partial_files,
-    write_json,
     write_text,
 )
 
 MANIFEST_FORMAT = "ppage_jax sweep manifest 1"
-MANIFEST = "manifest.json"
 CHUNKS = "chunks"
 RESULTS = "results.csv"
 CURVES = "curves.csv"
@@ -65,70 +69,21 @@ SWEEP_FILES = (
     "baselines.csv",
 )
 
+# What a resumed sweep's identity covers (named when it differs).
+SOURCES = "the sweep file, its configs, the arms or the ppage_jax version"
+
 Curve = tuple[int, int, str, float]
 
 
-def cell(value: float) -> str:
-    """A value as written: exact (``repr``), NaN as an empty cell (``float_value`` reads
-    it back)."""
-    value = float(value)
-    return "" if math.isnan(value) else repr(value)
+def read_manifest(directory: str | Path) -> dict:
+    """``directory``'s sweep manifest; :class:`OutputError` when missing or unreadable."""
+    return read_any_manifest(directory, "sweep", MANIFEST_FORMAT)
 
 
-def float_value(text: str) -> float:
-    """A value cell read back: an empty cell is NaN."""
-    return float(text) if text != "" else math.nan
-
-
-def identity_hash(identity: dict) -> str:
-    """A short hash of what defines a sweep's results (JSON-ready ``identity``)."""
-    blob = json.dumps(identity, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def read_manifest(
-    directory: str | Path, kind: str = "sweep", format_name: str = MANIFEST_FORMAT
-) -> dict:
-    """``directory``'s ``kind`` manifest (``format_name`` its format); :class:`OutputError`
-    when missing or unreadable."""
-    path = Path(directory) / MANIFEST
-    if not path.is_file():
-        raise OutputError(f"{directory} holds no {kind} to resume (no {MANIFEST})")
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise OutputError(f"{path}: unreadable {kind} manifest ({err})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != format_name:
-        raise OutputError(f"{path}: not a ppage_jax {kind} manifest")
-    return manifest
-
-
-def resumed_manifest(
-    directory: Path,
-    identity: str,
-    kind: str = "sweep",
-    format_name: str = MANIFEST_FORMAT,
-    sources: str = "the sweep file, its configs, the arms or the ppage_jax version",
-) -> dict:
-    """The manifest of the ``kind`` to resume in ``directory``; :class:`OutputError` when it
-    holds another one (its ``identity`` hash differs: one of ``sources`` changed)."""
-    manifest = read_manifest(directory, kind, format_name)
-    if manifest.get("identity") != identity:
-        raise OutputError(
-            f"{directory} holds another {kind} (identity {manifest.get('identity')}, this one "
-            f"is {identity}: {sources} changed); rerun it with --overwrite or choose another "
-            f"output directory"
-        )
-    return manifest
-
-
-def csv_text(header: tuple[str, ...], rows: Iterable[tuple]) -> str:
-    """A CSV table (``\\n`` line ends) of ``header`` and ``rows``."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
+def resumed_manifest(directory: Path, identity: str) -> dict:
+    """The manifest of the sweep to resume in ``directory``; :class:`OutputError` when it
+    holds another sweep (one of :data:`SOURCES` changed)."""
+    return resumed_any_manifest(directory, identity, "sweep", MANIFEST_FORMAT, SOURCES)
 
 
 def read_results(path: Path) -> dict[str, dict[str, dict[int, float]]]:
@@ -163,9 +118,10 @@ def read_curves(path: Path) -> dict[str, dict[str, dict[int, dict[int, float]]]]
     return table
 
 
-class SweepWriter:
+class SweepWriter(OutputWriter):
     """The files of one sweep directory (see the module docstring)."""
 
+    description_file = DESCRIPTION
     RESULT_HEADER = ("arm", "seed", "metric", "value")
     CURVE_HEADER = ("arm", "seed", "update", "env_steps", "metric", "value")
 
@@ -278,13 +234,6 @@ class SweepWriter:
         return results, curves
 
     # ---------------------------------------------------------------- writing
-    def write_description(self, **extra: Any) -> None:
-        self.description.update(extra)
-        write_json(self.dir / DESCRIPTION, self.description, indent=2)
-
-    def _commit(self) -> None:
-        write_json(self.dir / MANIFEST, self.manifest, indent=1)
-
     def add_chunk(
         self, index: int, first: int, runs: list[tuple[str, int, dict[str, float], list[Curve]]]
     ) -> None:

@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.analysis.sweep.spec import SweepSpec
-from ppage_jax.analysis.sweep.trainers import EvalFn, TrainFn
+from ppage_jax.analysis.batch.spec import SweepSpec
+from ppage_jax.analysis.batch.trainers import EvalFn, TrainFn
 from ppage_jax.artifacts import fault_soon
 from ppage_jax.env import GridWorld
 from ppage_jax.sharding import shard_global

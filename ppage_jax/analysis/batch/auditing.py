@@ -23,7 +23,7 @@ from pathlib import Path
 
 import jax.numpy as jnp
 
-from ppage_jax.analysis.sweep.writer import csv_text
+from ppage_jax.analysis.batch.output import csv_text
 from ppage_jax.artifacts import write_text
 from ppage_jax.env import GridWorld
 from ppage_jax.state import NO_TRUNCATION, EnvParams

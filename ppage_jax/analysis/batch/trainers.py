@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 
-from ppage_jax.analysis.sweep.spec import SweepSpec
+from ppage_jax.analysis.batch.spec import SweepSpec
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import episode_keys, play_episodes
 from ppage_jax.state import EnvParams
