@@ -34,7 +34,7 @@ from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 MULTI_PROCESS = True
 # MEMORY_BUDGET_ENV of ppage_jax.analysis.batch.program and LAYOUTS of
-# ppage_jax.analysis.sweep.run, written here so that the parser loads no JAX
+# ppage_jax.analysis.sweep.plan, written here so that the parser loads no JAX
 # (tests/cli/test_cli_imports.py checks that they agree).
 MEMORY_BUDGET_ENV = "PPAGE_JAX_MEMORY_BUDGET"
 LAYOUTS = ("vmap", "sequential")

@@ -1,5 +1,5 @@
 """The sweep report's figures: headline.png's panels on a grid, with y axes floored so that
-arms 0.1 % apart do not look far apart (report.headline_figure)."""
+arms 0.1 % apart do not look far apart (figures.headline_figure)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from ppage_jax.analysis.family.endpoints import HEADLINE
-from ppage_jax.analysis.sweep import report
+from ppage_jax.analysis.sweep import figures
 
 ARMS = ["base_only", "predator_distance", "survival", "both"]
 
@@ -36,7 +36,7 @@ def _geometry(ax) -> tuple[int, int]:
 
 
 def test_headline_panels_sit_on_a_grid_of_three_columns():
-    fig = report.headline_figure(_head(), ARMS)
+    fig = figures.headline_figure(_head(), ARMS)
     assert fig is not None
     assert len(HEADLINE) == 7 and len(fig.axes) == 7  # the two spare cells are removed
     assert {_geometry(ax) for ax in fig.axes} == {(3, 3)}
@@ -48,7 +48,7 @@ def test_headline_panels_sit_on_a_grid_of_three_columns():
 
 def test_headline_y_axes_are_floored_not_zoomed_to_noise():
     head = _head()
-    fig = report.headline_figure(head, ARMS)
+    fig = figures.headline_figure(head, ARMS)
     assert fig is not None
     panels = dict(zip(HEADLINE, fig.axes, strict=True))
     low, high = panels["base_return/prey"].get_ylim()
@@ -58,14 +58,14 @@ def test_headline_y_axes_are_floored_not_zoomed_to_noise():
     assert low <= -33.73 and high >= -33.59  # every point and interval end is shown
     # identical arms: a panel of at least MIN_SPAN around them, not a degenerate axis
     low, high = panels["capture_rate"].get_ylim()
-    assert high - low == pytest.approx(report.MIN_SPAN) and low < 1.0 < high
+    assert high - low == pytest.approx(figures.MIN_SPAN) and low < 1.0 < high
     # arms far apart keep limits fitted to their values
     low, high = panels["rmst"].get_ylim()
     assert low <= 15 and high >= 305 and high - low < 1.2 * 290
 
 
 def test_panel_grid_and_floored_ylim():
-    assert [report.panel_grid(n) for n in (1, 2, 3, 4, 6, 7)] == [
+    assert [figures.panel_grid(n) for n in (1, 2, 3, 4, 6, 7)] == [
         (1, 1),
         (1, 2),
         (1, 3),
@@ -73,11 +73,11 @@ def test_panel_grid_and_floored_ylim():
         (2, 3),
         (3, 3),
     ]
-    assert report.floored_ylim([math.nan, math.inf]) is None
-    low, high = report.floored_ylim([100.0, 100.1])  # 0.1 % apart
+    assert figures.floored_ylim([math.nan, math.inf]) is None
+    low, high = figures.floored_ylim([100.0, 100.1])  # 0.1 % apart
     assert high - low == pytest.approx(0.05 * 100.1) and (low + high) / 2 == pytest.approx(100.05)
-    assert report.floored_ylim([0.0, 10.0]) == pytest.approx((-0.5, 10.5))
+    assert figures.floored_ylim([0.0, 10.0]) == pytest.approx((-0.5, 10.5))
 
 
 def test_no_headline_metric_draws_no_figure():
-    assert report.headline_figure({}, ARMS) is None
+    assert figures.headline_figure({}, ARMS) is None

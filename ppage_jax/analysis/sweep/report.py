@@ -13,7 +13,8 @@ diagnostics. Learning curves show the mean over seeds with a 95 % bootstrap band
 mean. The Kaplan-Meier median time to capture of each seed is summarised per arm beside them
 (it is infinite for a seed that captured in under half its episodes). Then the reward audit
 run before training (audit.csv) and the reward-hacking monitor's flags per arm (the
-``monitor/`` columns of results.csv).
+``monitor/`` columns of results.csv). Each section is one function returning its lines;
+:func:`write_report` composes them, and the plots are :mod:`ppage_jax.analysis.sweep.figures`'s.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from ppage_jax.analysis.family.report import (
     write_scenario_report,
 )
 from ppage_jax.analysis.sweep.baselines import BASELINES_FILE, read_baselines
-from ppage_jax.analysis.sweep.curves import captured_counts, weighted_band
+from ppage_jax.analysis.sweep.figures import plot_report
 from ppage_jax.analysis.sweep.flag_timing import WINDOW, flag_timing_lines
 from ppage_jax.analysis.sweep.writer import curves_path, read_curves, read_results
-from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.artifacts import write_text
 from ppage_jax.episodes.metrics import diagnostics
 from ppage_jax.stats import bootstrap as stats
 from ppage_jax.stats.paired import wilson_ci
@@ -47,9 +48,6 @@ from ppage_jax.train.run.monitor import CHECKS, PREFIX
 
 # Shown after the headline, labelled: biased towards arms whose slow episodes never end.
 DIAGNOSTICS = diagnostics()
-CURVES = ("capture_rate", "episode_length", "return/predator/base", "return/prey/base")
-# The evaluation curve (sweep.checkpoints), plotted when the sweep has one.
-CHECKPOINT_CURVES = ("checkpoint/rmst", "checkpoint/capture_rate")
 BOOTSTRAP_REPS = 2000
 
 
@@ -157,12 +155,30 @@ def write_report(output_dir: str | Path) -> Path:
     results = read_results(out / "results.csv")
     curves = read_curves(curves_path(out)) if curves_path(out).exists() else {}
     arms = list(info["arms"])
-    baseline = info["baseline"]
-    references = list(info.get("baselines") or [baseline])
+    references = list(info.get("baselines") or [info["baseline"]])
     cap = info.get("eval_step_limit")
     head = headline_stats(results, arms, references, cap)
     diagnostics = headline_stats(results, arms, references, cap, DIAGNOSTICS)
+    lines = header_lines(info)
+    lines += arm_lines(info, arms)
+    lines += headline_lines(out, info, head, diagnostics, references)
+    lines += km_median_lines(results, arms, cap)
+    lines += term_return_lines(results, info["terms"], arms)
+    lines += audit_lines(out / AUDIT_FILE, arms, info.get("audit", True))
+    lines += monitor_lines(results, arms, info.get("monitor"))
+    lines += timing_lines(info, results, curves, arms)
+    lines += outcome_lines(out / AUDIT_FILE, results, head, arms, references)
+    plots = plot_report(out, head, curves, arms)
+    if plots:
+        lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
+    report = out / "report.md"
+    write_text(report, "\n".join(lines) + "\n")
+    return report
 
+
+def header_lines(info: dict) -> list[str]:
+    """report.md's title and its lines on the config, the seeds, the evaluation and the
+    timings (sweep.json's ``info``)."""
     lines = [f"# Sweep report: {_shown_path(info.get('sweep', ''))}", ""]
     lines.append(
         f"Config `{info['config']}` (hash {info['config_hash']}); terms "
@@ -179,8 +195,14 @@ def write_report(output_dir: str | Path) -> Path:
             f"{info['seconds']:.0f} s ({info.get('compile_seconds', 0):.0f} s "
             f"compiling)."
         )
+    return lines
+
+
+def arm_lines(info: dict, arms: list[str]) -> list[str]:
+    """report.md's "Arms": each arm's weight per term, its source and the training
+    hyperparameters it sets (a column only when some arm sets one)."""
     hyper = any("hyperparams" in info["arms"][arm] for arm in arms)  # training settings
-    lines += [
+    lines = [
         "",
         "## Arms",
         "",
@@ -199,9 +221,16 @@ def write_report(output_dir: str | Path) -> Path:
             + f" | {info['arms'][arm]['source']} |"
             + (" " + ", ".join(f"{k}={v:g}" for k, v in settings.items()) + " |" if hyper else "")
         )
+    return lines
 
+
+def headline_lines(
+    out: Path, info: dict, head: dict, diagnostics: dict, references: list[str]
+) -> list[str]:
+    """report.md's "Task metrics (headline)": the headline table, the fixed baselines, the
+    declared family of comparisons, then the survivor-biased diagnostics, labelled."""
     against = ", ".join(f"`{r}`" for r in references)
-    lines += [
+    lines = [
         "",
         "## Task metrics (headline)",
         "",
@@ -224,9 +253,13 @@ def write_report(output_dir: str | Path) -> Path:
             "",
         ]
         lines += metric_table(diagnostics, DIAGNOSTICS, references)
+    return lines
 
-    lines += km_median_lines(results, arms, cap)
-    lines += [
+
+def term_return_lines(results: dict, terms: list[str], arms: list[str]) -> list[str]:
+    """report.md's per-term return per agent, by role (as paid; mean over seeds): a term
+    that paid a role nothing in every arm is left out, and so is a role no term paid."""
+    lines = [
         "",
         "## Per-term return per agent, by role (as paid; mean over seeds)",
         "",
@@ -235,15 +268,13 @@ def write_report(output_dir: str | Path) -> Path:
     ]
     for role in ("predator", "prey"):
         means = {}
-        for t in list(info["terms"]) + ["total"]:
+        for t in list(terms) + ["total"]:
             for arm in arms:
                 values = _finite(results.get(f"return/{role}/{t}", {}).get(arm, {}).values())
                 means[t, arm] = float(values.mean()) if values.size else math.nan
         # a term that paid this role nothing in every arm is left out
         shown = [
-            t
-            for t in info["terms"]
-            if any(math.isfinite(means[t, a]) and means[t, a] != 0 for a in arms)
+            t for t in terms if any(math.isfinite(means[t, a]) and means[t, a] != 0 for a in arms)
         ]
         totals = [means["total", a] for a in arms if math.isfinite(means["total", a])]
         if not totals or (not shown and not any(totals)):
@@ -261,20 +292,16 @@ def write_report(output_dir: str | Path) -> Path:
                 + f" | {_fmt(means['total', arm])} |"
             )
         lines.append("")
+    return lines
 
-    lines += audit_lines(out / AUDIT_FILE, arms, info.get("audit", True))
-    lines += monitor_lines(results, arms, info.get("monitor"))
+
+def timing_lines(info: dict, results: dict, curves: dict, arms: list[str]) -> list[str]:
+    """report.md's timing of the monitor's flags (:func:`flag_timing_lines`), with the
+    window and warm-up the monitor ran with (sweep.json's ``monitor``)."""
     watched = info.get("monitor") or {}
     window = (watched.get("config") or {}).get("window", WINDOW)
     after = watched.get("warmup_updates", 0) * info.get("env_steps_per_update", 0)
-    lines += flag_timing_lines(results, curves, arms, window, after)
-    lines += outcome_lines(out / AUDIT_FILE, results, head, arms, references)
-    plots = _plot(out, head, curves, arms)
-    if plots:
-        lines += ["## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
-    report = out / "report.md"
-    write_text(report, "\n".join(lines) + "\n")
-    return report
+    return flag_timing_lines(results, curves, arms, window, after)
 
 
 def _poi_cell(poi: stats.Interval | None, is_reference: bool, n: int | None = None) -> str:
@@ -508,129 +535,3 @@ def km_median_lines(results: dict, arms: list[str], cap: int | None) -> list[str
             f"{show(float(values.max()))} |"
         )
     return lines
-
-
-# headline.png and curves.png: panels in rows of at most this many.
-PANEL_COLUMNS = 3
-# A headline panel's y axis spans at least this share of its largest magnitude (and at least
-# MIN_SPAN): arms 0.1 % apart then differ by a sliver of the panel, not by its whole height.
-MIN_RELATIVE_SPAN = 0.05
-MIN_SPAN = 0.05
-
-
-def panel_grid(n: int, columns: int = PANEL_COLUMNS) -> tuple[int, int]:
-    """``(rows, columns)`` of a figure of ``n`` panels in rows of at most ``columns``."""
-    cols = max(1, min(columns, n))
-    return -(-n // cols), cols
-
-
-def floored_ylim(
-    values: Sequence[float], relative: float = MIN_RELATIVE_SPAN, minimum: float = MIN_SPAN
-) -> tuple[float, float] | None:
-    """Y limits holding ``values`` (points and interval ends) that span at least
-    ``relative`` x their largest magnitude and at least ``minimum``, centred on the values
-    where they spread less than that; None without a finite value (matplotlib's own limits)."""
-    finite = [float(v) for v in values if math.isfinite(v)]
-    if not finite:
-        return None
-    low, high = min(finite), max(finite)
-    floor = max(relative * max(abs(low), abs(high)), minimum)
-    if high - low >= floor:
-        margin = 0.05 * (high - low)  # matplotlib's default margin
-        return low - margin, high + margin
-    middle = (low + high) / 2
-    return middle - floor / 2, middle + floor / 2
-
-
-def _panels(n: int, width: float, height: float):
-    """A figure of ``n`` panels on :func:`panel_grid`, its empty cells removed: the figure
-    and the ``n`` axes in reading order."""
-    from ppage_jax.viz import figures as plt  # off-screen figures; no global backend switch
-
-    rows, cols = panel_grid(n)
-    fig, grid = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
-    axes = list(grid.flat)
-    for ax in axes[n:]:
-        fig.delaxes(ax)
-    return fig, axes[:n]
-
-
-def headline_figure(head: dict, arms: list[str]):
-    """headline.png's figure: one panel per headline metric of ``head``
-    (:func:`headline_stats`), IQM over seeds with its 95 % CI per arm, in rows of
-    :data:`PANEL_COLUMNS`, each y axis floored by :func:`floored_ylim`; None without a
-    headline metric."""
-    metrics = [m for m in HEADLINE if m in head]
-    if not metrics:
-        return None
-    fig, axes = _panels(len(metrics), 3.4, 3.2)
-    for ax, metric in zip(axes, metrics, strict=True):
-        xs, ys, err, ends = [], [], [[], []], []
-        for i, arm in enumerate(arms):
-            e = head[metric].get(arm, {})
-            if "iqm" in e:  # no bar where no interval was computed
-                xs.append(i)
-                ys.append(e["iqm"])
-                bar = math.isfinite(e["low"]) and math.isfinite(e["high"])
-                err[0].append(e["iqm"] - e["low"] if bar else 0.0)
-                err[1].append(e["high"] - e["iqm"] if bar else 0.0)
-                ends += [e["low"], e["high"]] if bar else []
-        ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4)
-        limits = floored_ylim(ys + ends)
-        if limits is not None:
-            ax.set_ylim(*limits)
-        ax.set_xticks(range(len(arms)), arms, rotation=30, ha="right", fontsize=8)
-        ax.set_title(HEADLINE[metric][0], fontsize=9)
-    fig.suptitle("IQM over seeds with 95 % stratified-bootstrap CI", fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def _plot(out: Path, head: dict, curves: dict, arms: list[str]) -> list[Path]:
-    paths = []
-    fig = headline_figure(head, arms)
-    if fig is not None:
-        paths.append(out / "headline.png")
-        save_figure(fig, paths[-1], dpi=110)
-    shown = [  # a curve that is zero in every arm (a role that is paid nothing) is left out
-        m
-        for m in (*CURVES, *CHECKPOINT_CURVES)
-        if m in curves
-        and any(v for arm in curves[m].values() for run in arm.values() for v in run.values())
-    ]
-    if shown:
-        fig, axes = _panels(len(shown), 3.6, 3.2)
-        for ax, metric in zip(axes, shown, strict=True):
-            for arm in arms:
-                if arm not in curves[metric]:
-                    continue
-                steps, mean, low, high = arm_curve(curves, metric, arm)
-                ax.plot(steps, mean, label=arm, marker="o" if metric in CHECKPOINT_CURVES else "")
-                ax.fill_between(steps, low, high, alpha=0.25)
-            ax.set_title(metric, fontsize=9)
-            ax.set_xlabel("env steps per seed", fontsize=8)
-        axes[0].legend(fontsize=7)
-        fig.suptitle(
-            "Learning curves: each seed weighted by the episodes that finished, mean over "
-            "seeds, 95 % bootstrap band (checkpoint/: the evaluation curve)",
-            fontsize=9,
-        )
-        fig.tight_layout()
-        paths.append(out / "curves.png")
-        save_figure(fig, paths[-1], dpi=110)
-    return paths
-
-
-def arm_curve(
-    curves: dict, metric: str, arm: str, bins: int = 24
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(env_steps, mean, low, high)`` of one arm's curve of ``metric``: training metrics
-    weighted by the episodes that finished (:func:`weighted_band`), the evaluation curve's
-    checkpoints (each already a whole block of episodes) as they are."""
-    by_seed = curves[metric][arm]
-    if metric.startswith("checkpoint/"):
-        ones = {seed: {s: 1.0 for s in series} for seed, series in by_seed.items()}
-        return weighted_band(by_seed, ones, bins=len({s for v in ones.values() for s in v}))
-    episodes = curves.get("episodes", {}).get(arm, {})
-    captures = captured_counts(curves, arm) if metric == "steps_to_capture" else None
-    return weighted_band(by_seed, episodes, bins, captures)
