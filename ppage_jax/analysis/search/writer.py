@@ -15,7 +15,9 @@ ends byte-identical to an uninterrupted one.
   each commit;
 - ``reevaluation/``: ``results.csv`` (``arm, seed, metric, value``) and ``episodes.csv``
   (``arm, seed, episode, length, captured``) of the re-evaluation;
-- ``search.json``: the resolved spec, the device and the timings.
+- ``search.json``: the resolved spec, the device and the timings;
+- ``pick.json``: the selected design (or PBT's schedule) in one form for every strategy
+  (:func:`write_pick`).
 
 A directory that already holds a search is refused unless resuming (same identity) or
 overwriting (its search files are deleted first, nothing else).
@@ -26,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +66,7 @@ AUDIT_CSV = "audit.csv"
 DESCRIPTION = "search.json"
 REPORT = "report.md"
 REWARDS = "rewards.yaml"
+PICK = "pick.json"  # the selected design or schedule, in one form for every strategy
 SEARCH_FILES = (
     MANIFEST,
     GENERATIONS,
@@ -74,7 +78,7 @@ SEARCH_FILES = (
     REWARDS,
     "progress.png",
     "weights.png",
-    "pick.json",
+    PICK,
     "final.json",
     "config.yaml",
     "schedule.png",
@@ -280,3 +284,32 @@ def open_search_writer(
     )
     identity = search_identity(spec, steps, horizon)
     return SearchWriter(out_dir, described, identity, resume=resume, overwrite=overwrite)
+
+
+def write_pick(
+    out_dir: Path,
+    spec: SearchSpec,
+    name: str,
+    values: Sequence[float],
+    score: float,
+    record: Mapping[str, Any],
+    schedule: Sequence[Sequence[float]] | None = None,
+) -> Path:
+    """``pick.json``: the search's selected design (or schedule) in one form for every
+    strategy: what the comparison of strategies reads."""
+    return write_json(
+        out_dir / PICK,
+        {
+            "strategy": spec.strategy,
+            "name": name,
+            "keys": [d.key for d in spec.dims],
+            "values": [float(v) for v in values],
+            "search_score": float(score),
+            "metric": spec.metric,
+            "feasible": bool(record.get("feasible", True)),
+            "reason": str(record.get("reason", "")),
+            "runs": spec.runs,
+            "schedule": [list(map(float, row)) for row in schedule] if schedule else None,
+        },
+        indent=1,
+    )
