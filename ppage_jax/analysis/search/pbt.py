@@ -19,10 +19,12 @@ interval (no recompile: everything that changes is traced). Between intervals, o
 3. **exploit**: each member of the worst ``quarter`` copies the learner of a member of the
    best quarter (drawn from a generator seeded by the search seed and the interval): the
    network parameters, the optimiser state and every other learner field of the runner
-   state (:func:`exploit`; the member keeps its own grids, random key and counters);
+   state (:func:`.programs.exploit`; the member keeps its own grids, random key and
+   counters);
 4. **explore**: it takes the copied member's values, each multiplied by ``perturb`` or by
-   its inverse (a fair coin per key), clipped to the box (:func:`perturb`). A perturbation
-   that breaks the stall-margin constraint is dropped (the copy keeps the values unchanged).
+   its inverse (a fair coin per key), clipped to the box (:func:`.programs.perturb`). A
+   perturbation that breaks the stall-margin constraint is dropped (the copy keeps the
+   values unchanged).
 
 The exploit itself runs inside the interval program (a gather over the member axis before
 the updates); the host only chooses who copies whom. After the last interval every member
@@ -35,6 +37,12 @@ schedule on the fresh seeds and layouts.
 Every interval is committed as it finishes (its record, its curves and the population's
 state, then the manifest), so a killed search resumes from the last finished interval and
 ends byte-identical to an uninterrupted one.
+
+:func:`search_pbt` runs the stages in order on the search's plan (:mod:`.plan`):
+:func:`start_population`, :func:`replay_intervals` (resume), :func:`start_runner`,
+:func:`run_intervals` (each :func:`train_interval`, then :func:`next_interval`), and
+:func:`pick_schedule`; the programs, exploit and explore are in :mod:`.programs`, the
+members' scores and verdicts in :mod:`.constraint`.
 """
 
 from __future__ import annotations
@@ -57,7 +65,6 @@ from ppage_jax.analysis.search.plan import (
     SearchPlan,
     finish,
     plan_search,
-    record_time,
     reevaluate_pick,
 )
 from ppage_jax.analysis.search.programs import (
@@ -252,8 +259,7 @@ def search_pbt(
         "reevaluation": None,
     }
     if stopped or len(plan.writer.finished()) < settings.intervals or not evaluate:
-        record_time(plan, start, summary)
-        return summary
+        return finish(plan, start, summary)
     summary["best"], summary["reevaluation"] = pick_schedule(plan, program, runner, pop)
     summary["traces"] = dict(program.traces)
     from ppage_jax.analysis.search.report import write_pbt_report
@@ -537,7 +543,7 @@ def reevaluate_written(plan: SearchPlan) -> dict[str, Any]:
         "stopped": False,
         "reevaluation": reevaluate_pick(plan, arm, announce, config),
     }
-    record_time(plan, start, summary)
+    finish(plan, start, summary)
     if (out_dir / FINAL).is_file():
         from ppage_jax.analysis.search.report import write_pbt_report
 

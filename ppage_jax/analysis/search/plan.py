@@ -2,7 +2,7 @@
 (:class:`SearchOptions`), its plan (:class:`SearchPlan`: the spec, the env, the output
 directory and its writer, the evaluation's step limit) and the stages around the search
 proper: opening it (:func:`plan_search`), re-evaluating the pick (:func:`reevaluate_pick`)
-and the end (:func:`record_time`, :func:`finish`: the timings, then the report).
+and the end (:func:`finish`: the timings, then the report).
 
 The evolution strategies (:mod:`.run`) and population-based training (:mod:`.pbt`) each
 run their own middle between these stages.
@@ -122,21 +122,21 @@ def reevaluate_pick(
     return results
 
 
-def record_time(plan: SearchPlan, start: float, summary: dict[str, Any], **extra: Any) -> None:
-    """The seconds since ``start`` into ``summary`` and, with those of earlier runs of the
-    search, into search.json (with ``extra``)."""
+def finish(
+    plan: SearchPlan,
+    start: float,
+    summary: dict[str, Any],
+    report: ReportFn | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The end of a search: the seconds since ``start`` into ``summary`` and, with those of
+    earlier runs of the search, into search.json (with ``extra``); then, for a finished
+    search (``report`` given) and ``options.report``, the report ``report`` writes into
+    ``summary["report"]``. Returns ``summary``."""
     seconds = time.perf_counter() - start
     summary["seconds"] = seconds
     search_seconds = round(plan.writer.previous_seconds + seconds, 2)
     plan.writer.write_description(search_seconds=search_seconds, **extra)
-
-
-def finish(
-    plan: SearchPlan, start: float, summary: dict[str, Any], report: ReportFn, **extra: Any
-) -> dict[str, Any]:
-    """The end of a finished search: :func:`record_time`, then (``options.report``) the
-    report written by ``report`` into ``summary["report"]``; returns ``summary``."""
-    record_time(plan, start, summary, **extra)
-    if plan.options.report:
+    if report is not None and plan.options.report:
         summary["report"] = str(report(plan.out_dir, plan.spec))
     return summary

@@ -15,6 +15,11 @@ program (:mod:`.reevaluate`), and the report is written (:mod:`.report`).
 A killed search resumes from its last finished generation: the strategy's state is replayed
 from the recorded ranks (the proposals are checked to be the recorded ones), and the results
 are byte-identical to an uninterrupted search (:mod:`.writer`).
+
+:func:`search_rewards` runs the stages in order on the search's plan (:mod:`.plan`):
+:func:`replay_generations` (resume), :func:`run_generations` (each generation:
+:func:`propose`, :func:`train_generation`, :func:`judge_generation`, then the ranks told to
+the strategy and the generation committed), :func:`pick_and_reevaluate`, then the report.
 """
 
 from __future__ import annotations
@@ -34,7 +39,6 @@ from ppage_jax.analysis.search.plan import (
     SearchPlan,
     finish,
     plan_search,
-    record_time,
     reevaluate_pick,
 )
 from ppage_jax.analysis.search.programs import RunProgram
@@ -163,8 +167,7 @@ def search_rewards(
         "reevaluation": None,
     }
     if stopped or len(plan.writer.finished()) < spec.generations:
-        record_time(plan, start, summary)
-        return summary
+        return finish(plan, start, summary)
     summary["best"], summary["reevaluation"] = pick_and_reevaluate(plan, candidates)
     from ppage_jax.analysis.search.report import write_report
 
