@@ -21,8 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from ppage_jax.analysis.search.report import BOOTSTRAP_REPS, SELECTED, load_candidates
-from ppage_jax.analysis.search.writer import DESCRIPTION, REEVAL, read_csv
+from ppage_jax.analysis.search.report import BOOTSTRAP_REPS
+from ppage_jax.analysis.search.writer import (
+    DESCRIPTION,
+    REEVAL,
+    SELECTED,
+    load_candidates,
+    read_csv,
+)
 from ppage_jax.analysis.sweep.writer import cell, csv_text
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.episodes.metrics import METRICS

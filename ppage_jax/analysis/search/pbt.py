@@ -84,7 +84,7 @@ from ppage_jax.analysis.search.sections import PBTSettings
 from ppage_jax.analysis.search.space import Dimension, candidate_arm, candidate_values
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy
-from ppage_jax.analysis.search.writer import PICK, read_csv, write_pick
+from ppage_jax.analysis.search.writer import PICK, SELECTED, read_csv, rewards_yaml, write_pick
 from ppage_jax.analysis.sweep.metrics import curve_rows, run_metrics
 from ppage_jax.analysis.sweep.monitoring import arm_monitors
 from ppage_jax.analysis.sweep.program import take
@@ -97,7 +97,6 @@ from ppage_jax.state import EnvParams
 
 FINAL = "final.json"  # every member on the search's held-out layouts
 CURVE_HEADER = ("member", "update", "env_steps", "metric", "value")
-SELECTED = "selected"  # the re-evaluated schedule's arm
 
 
 # --------------------------------------------------------------------------- the schedule
@@ -556,7 +555,6 @@ def _write_pick(out_dir: Path, spec: SearchSpec, best: dict, config: Config) -> 
     config.yaml``), ``rewards.yaml`` (its first interval's design, the schedule in a comment)
     and ``pick.json``."""
     from ppage_jax.analysis.search.reevaluate import replay_command
-    from ppage_jax.analysis.search.report import rewards_yaml
 
     header = (
         f"# PBT's selected schedule ({Path(spec.path).name}, member {best['name']}): the "

@@ -23,19 +23,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from ppage_jax.analysis.search.constraint import selection_order
 from ppage_jax.analysis.search.reevaluate import replay_command
-from ppage_jax.analysis.search.space import bound_lines, candidate_arm
+from ppage_jax.analysis.search.space import bound_lines
 from ppage_jax.analysis.search.spec import SearchSpec
 from ppage_jax.analysis.search.writer import (
     DESCRIPTION,
     REEVAL,
     REPORT,
     REWARDS,
+    SELECTED,
+    load_candidates,
+    load_means,
     read_csv,
     read_manifest,
+    rewards_yaml,
 )
 from ppage_jax.analysis.sweep.writer import float_value
 from ppage_jax.artifacts import save_figure, write_text
@@ -43,67 +46,12 @@ from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats
 
 BOOTSTRAP_REPS = 2000
-SELECTED = "selected"
 
 
 def _fmt(x: float, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.{digits}g}"
-
-
-def load_candidates(out_dir: Path) -> list[dict]:
-    """Every finished generation's candidate records, in order."""
-    writer_dir = Path(out_dir)
-    manifest = read_manifest(writer_dir)
-    cands = []
-    for g in sorted(manifest["generations"]):
-        record = json.loads((writer_dir / "generations" / f"{g:05d}.json").read_text())
-        cands.extend(record["candidates"])
-    return cands
-
-
-def load_means(out_dir: Path) -> list[list[float] | None]:
-    manifest = read_manifest(out_dir)
-    out = []
-    for g in sorted(manifest["generations"]):
-        record = json.loads((Path(out_dir) / "generations" / f"{g:05d}.json").read_text())
-        out.append(record.get("strategy_mean"))
-    return out
-
-
-def rewards_yaml(spec: SearchSpec, values: list[float]) -> str:
-    """The selected design as a ``rewards.yaml`` (terms at weight 0 left out)."""
-    arm = candidate_arm(spec.design, spec.dims, values, SELECTED)
-    rewards = spec.config["rewards"]
-    base = next((e for e in arm.entries if e.name == "base"), None)
-    body: dict[str, Any] = {"gamma": float(arm.gamma)}
-    if base is not None:
-        body["base"] = {"enabled": True, "weight": float(base.weight), "params": dict(base.params)}
-    else:
-        body["base"] = {"enabled": False}
-    body["shaping"] = [
-        {
-            "name": e.name,
-            "weight": float(e.weight),
-            "params": dict(e.params),
-            "applies_to": e.applies_to,
-        }
-        for e in arm.entries
-        if e.name != "base" and e.weight != 0.0
-    ]
-    body["normalization"] = dict(rewards["normalization"])
-    lines = [
-        "# The reward design selected by `ppage-jax search` "
-        f"({Path(spec.path).name}); drop it into a config directory.",
-    ]
-    hyper = {d.name: v for d, v in zip(spec.dims, values, strict=True) if d.kind == "hyperparams"}
-    if hyper:
-        lines.append(
-            "# Searched training hyperparameters (experiment.algorithm.params): "
-            + ", ".join(f"{k}={v:.6g}" for k, v in hyper.items())
-        )
-    return "\n".join(lines) + "\n" + yaml.safe_dump({"rewards": body}, sort_keys=False)
 
 
 def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:

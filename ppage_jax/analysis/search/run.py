@@ -45,7 +45,7 @@ from ppage_jax.analysis.search.programs import RunProgram
 from ppage_jax.analysis.search.space import candidate_arm, candidate_values, outside_box
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
-from ppage_jax.analysis.search.writer import write_pick
+from ppage_jax.analysis.search.writer import SELECTED, write_pick
 from ppage_jax.analysis.sweep.auditing import audit_rows
 from ppage_jax.analysis.sweep.monitoring import arm_monitors, monitor_run
 from ppage_jax.analysis.sweep.spec import Arm
@@ -56,7 +56,6 @@ from ppage_jax.env import make
 from ppage_jax.state import EnvParams
 from ppage_jax.tracking.sweep import SweepRecorder
 
-SELECTED = "selected"
 Results = dict[tuple[str, int], dict[str, float]]
 
 
