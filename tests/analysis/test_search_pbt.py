@@ -16,14 +16,9 @@ from flax import struct
 from test_search import REPO, TINY, write_search
 
 import ppage_jax as pj
-from ppage_jax.analysis.search.pbt import (
-    block_score,
-    exploit,
-    exploit_plan,
-    perturb,
-    run_pbt,
-    schedule_curriculum,
-)
+from ppage_jax.analysis.search.constraint import block_score
+from ppage_jax.analysis.search.pbt import run_pbt, schedule_curriculum
+from ppage_jax.analysis.search.programs import exploit, exploit_plan, perturb
 from ppage_jax.analysis.search.space import Dimension
 from ppage_jax.analysis.search.spec import load_search
 from ppage_jax.config import ConfigError
@@ -333,7 +328,7 @@ def test_a_killed_pbt_search_resumes_in_a_new_process_to_the_same_bytes(tmp_path
 def test_a_member_the_monitor_flags_is_infeasible_and_replaced(tmp_path, monkeypatch):
     """The monitor's verdict (here: flagging member 0 at every interval) makes a member
     infeasible: it ranks last and copies a feasible member's learner at the next interval."""
-    import ppage_jax.analysis.search.pbt as pbt
+    import ppage_jax.analysis.search.constraint as constraint
 
     spec = load_search(
         write_pbt(
@@ -351,7 +346,7 @@ def test_a_member_the_monitor_flags_is_infeasible_and_replaced(tmp_path, monkeyp
         # member 0's lineage is the farming one, whatever its score
         return {"monitor/hacking/predator": float(seed == farmed.get("seed"))}
 
-    monkeypatch.setattr(pbt, "monitor_run", fake_monitor)
+    monkeypatch.setattr(constraint, "monitor_run", fake_monitor)
     farmed["seed"] = spec.train_seed  # member 0 trains from train_seed
     summary = run_pbt(
         spec, tmp_path / "out", progress=False, evaluate=False, init_fn=init, update_fn=update

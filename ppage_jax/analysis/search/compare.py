@@ -22,8 +22,14 @@ from typing import Any
 import numpy as np
 
 from ppage_jax.analysis.batch.output import cell, csv_text
-from ppage_jax.analysis.search.report import BOOTSTRAP_REPS, SELECTED, load_candidates
-from ppage_jax.analysis.search.writer import DESCRIPTION, REEVAL, read_csv
+from ppage_jax.analysis.search.report import BOOTSTRAP_REPS
+from ppage_jax.analysis.search.writer import (
+    DESCRIPTION,
+    REEVAL,
+    SELECTED,
+    load_candidates,
+    read_csv,
+)
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats
@@ -209,20 +215,43 @@ def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -
     against the reference (the per-seed mean over its searches, paired by seed), the
     declared strategy pairs (each search's re-evaluated score a unit: exact permutation p),
     the best pick by search score against the reference, Holm over that family, and which
-    weights mattered from the random searches' samples. Returns the Markdown."""
-    from ppage_jax.stats.paired import bca_ci, holm, sign_flip_p
-
+    weights mattered from the random searches' samples. Returns the Markdown: its opening,
+    then one function per section."""
     root = Path(root)
-    metric, direction = spec.metric, spec.direction
     declared = spec.compare
     reference = declared.reference if declared else spec.references[0].name
-    pairs = list(declared.pairs) if declared else []
-    picks = load_picks(root, strategies, metric)
+    picks = load_picks(root, strategies, spec.metric)
     if not picks:
         raise ValueError(f"{root}: no finished search to compare")
+    ref = _per_seed(root / "references" / REEVAL / "results.csv", reference, spec.metric)
+    lines = opening_lines(spec, strategies, picks, reference)
+    section, csv_rows = pick_lines(picks, ref, reference)
+    lines += section
+    family = declared_family(spec, strategies, picks, ref, reference)
+    section, family_rows = family_lines(spec.direction, picks, family, reference)
+    lines += section + landscape_lines(root, spec, spec.metric)
+    text = "\n".join(lines) + "\n"
+    write_text(root / "comparison.md", text)
+    write_text(
+        root / "comparison.csv",
+        csv_text(
+            ("kind", "name", "n", "score", "difference", "low", "high", "p", "p_holm"),
+            [
+                tuple(cell(v) if isinstance(v, float) else v for v in row)
+                for row in csv_rows + family_rows
+            ],
+        ),
+    )
+    return text
+
+
+def opening_lines(
+    spec: Any, strategies: Sequence[str], picks: list[Pick], reference: str
+) -> list[str]:
+    """The title and the searches compared: how many per strategy, their budget (equal or
+    not), the re-evaluation and the reference."""
     budgets = {p.runs for p in picks}
-    ref = _per_seed(root / "references" / REEVAL / "results.csv", reference, metric)
-    better = "lower" if direction < 0 else "higher"
+    better = "lower" if spec.direction < 0 else "higher"
     lines = [f"# Strategies compared: {Path(spec.path).name}", ""]
     runs = budgets.pop() if len(budgets) == 1 else None
     budget = spec.config["experiment"]["total_timesteps"]
@@ -237,11 +266,20 @@ def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -
         )
         + f" Each pick re-evaluated on {spec.reevaluate.seeds} fresh training seeds and "
         f"{spec.reevaluate.episodes} fresh layouts, paired by seed with `{reference}` "
-        f"re-trained on the same seeds and layouts. {metric}: {better} is better; "
+        f"re-trained on the same seeds and layouts. {spec.metric}: {better} is better; "
         "differences are pick minus reference."
     )
-    # ------------------------------------------------------------------ per pick
-    lines += ["", "## Every pick: selection bias and the reference", ""]
+    return lines
+
+
+def pick_lines(
+    picks: list[Pick], ref: dict[int, float], reference: str
+) -> tuple[list[str], list[tuple]]:
+    """``## Every pick``: each pick's search and re-evaluated score, and its paired
+    difference from the ``reference`` arm (``ref``: its score per seed); and the CSV rows."""
+    from ppage_jax.stats.paired import bca_ci, sign_flip_p
+
+    lines = ["", "## Every pick: selection bias and the reference", ""]
     lines.append(
         f"| strategy | search | pick | search score | re-evaluated (mean over seeds) | "
         f"re-evaluated - search | vs `{reference}`: mean difference [BCa 95 % CI] | "
@@ -263,8 +301,22 @@ def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -
         "The search score is the best of many noisy scores on the search's own seeds and "
         "layouts (the winner's curse); only the re-evaluated score is compared."
     )
-    # ------------------------------------------------------------------ the family
-    family: list[tuple[str, np.ndarray | None, float, str]] = []  # name, diffs, p, detail
+    return lines, csv_rows
+
+
+# One comparison of the declared family: its name, differences, exact p and detail.
+Member = tuple[str, np.ndarray, float, str]
+
+
+def declared_family(
+    spec: Any, strategies: Sequence[str], picks: list[Pick], ref: dict[int, float], reference: str
+) -> list[Member]:
+    """The declared family, in order: each strategy's picks against the reference (the
+    per-seed mean over its searches), the declared strategy pairs (exact permutation p),
+    and the best pick by search score against the reference."""
+    from ppage_jax.stats.paired import sign_flip_p
+
+    family: list[Member] = []
     for s in strategies:
         own = [p for p in picks if p.strategy == s]
         if not own:
@@ -277,7 +329,7 @@ def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -
             family.append(
                 (f"{s} picks vs {reference}", diffs, sign_flip_p(diffs), f"{len(own)} searches")
             )
-    for a, b in pairs:
+    for a, b in list(spec.compare.pairs) if spec.compare else []:
         xa = [p.score for p in picks if p.strategy == a]
         xb = [p.score for p in picks if p.strategy == b]
         if xa and xb:
@@ -287,25 +339,29 @@ def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -
             )
             diff = np.asarray([np.mean(xa) - np.mean(xb)])
             family.append((f"{a} vs {b}", diff, permutation_p(xa, xb), detail))
-    best = min(picks, key=lambda p: (-direction * p.search_score, p.strategy, p.k))
+    best = min(picks, key=lambda p: (-spec.direction * p.search_score, p.strategy, p.k))
     diffs = _paired(best.reevaluated, ref)
     if diffs.size:
-        family.append(
-            (
-                f"best pick by search score ({best.strategy} search {best.k}) vs {reference}",
-                diffs,
-                sign_flip_p(diffs),
-                best.name,
-            )
-        )
+        name = f"best pick by search score ({best.strategy} search {best.k}) vs {reference}"
+        family.append((name, diffs, sign_flip_p(diffs), best.name))
+    return family
+
+
+def family_lines(
+    direction: int, picks: list[Pick], family: list[Member], reference: str
+) -> tuple[list[str], list[tuple]]:
+    """``## The declared family (Holm)``: each comparison's mean difference, exact and Holm
+    p and verdict; and the CSV rows."""
+    from ppage_jax.stats.paired import bca_ci, holm
+
     adjusted = holm([f[2] for f in family]) if family else []
-    lines += ["", "## The declared family (Holm)", ""]
+    lines = ["", "## The declared family (Holm)", ""]
     lines.append(
         "| comparison | n | mean difference [BCa 95 % CI] | exact p | Holm p | verdict | detail |"
     )
     lines.append("|---|---|---|---|---|---|---|")
+    csv_rows = []
     for (name, d, pval, detail), padj in zip(family, adjusted, strict=True):
-        assert d is not None
         paired = " vs " + reference in name
         ci = bca_ci(d) if paired and d.size > 1 else None
         mean = float(d.mean())
@@ -328,19 +384,7 @@ def compare_strategies(root: str | Path, spec: Any, strategies: Sequence[str]) -
         "two-sided p is 0.1, so a strategy pair can only be declared different with more "
         "searches."
     )
-    # ------------------------------------------------------------------ landscape
-    lines += ["", "## Which weights mattered (random-search samples)", ""]
-    lines += _landscape_lines(root, spec, metric)
-    text = "\n".join(lines) + "\n"
-    write_text(root / "comparison.md", text)
-    write_text(
-        root / "comparison.csv",
-        csv_text(
-            ("kind", "name", "n", "score", "difference", "low", "high", "p", "p_holm"),
-            [tuple(cell(v) if isinstance(v, float) else v for v in row) for row in csv_rows],
-        ),
-    )
-    return text
+    return lines, csv_rows
 
 
 def _cells(ci: Any) -> tuple[float, float, float]:
@@ -349,11 +393,13 @@ def _cells(ci: Any) -> tuple[float, float, float]:
     return (float(ci.point), float(ci.low), float(ci.high))
 
 
-def _landscape_lines(root: Path, spec: Any, metric: str) -> list[str]:
-    """Spearman correlation of each searched key with the task metric over every trained
-    random-search candidate (their samples do not depend on the generation, unlike an
-    adapting strategy's)."""
+def landscape_lines(root: Path, spec: Any, metric: str) -> list[str]:
+    """``## Which weights mattered``: Spearman correlation of each searched key with the task
+    metric over every trained random-search candidate (their samples do not depend on the
+    generation, unlike an adapting strategy's)."""
     from scipy.stats import spearmanr
+
+    head = ["", "## Which weights mattered (random-search samples)", ""]
 
     cands = []
     for directory in sorted((root / "random").glob("search_*")):
@@ -361,10 +407,11 @@ def _landscape_lines(root: Path, spec: Any, metric: str) -> list[str]:
             cands.extend(load_candidates(directory))
     cands = [c for c in cands if math.isfinite(c["metric"])]
     if len(cands) < 3:
-        return ["Not computed: fewer than 3 trained random-search candidates."]
+        return [*head, "Not computed: fewer than 3 trained random-search candidates."]
     values = np.asarray([c["values"] for c in cands], np.float64)
     scores = np.asarray([c["metric"] for c in cands], np.float64)
     out = [
+        *head,
         f"Spearman rank correlation of each searched value with {metric} over the "
         f"{len(cands)} trained candidates of the random searches (drawn from the start "
         "distribution, independent of the generation), with its two-sided p; never from an "

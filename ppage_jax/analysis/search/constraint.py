@@ -12,6 +12,10 @@ those flags for its design (``stalling``: capturing pays less than carrying on).
 sub-step minus the turn cost, from the terms' declared bounds,
 :mod:`ppage_jax.analysis.audit.margin`): a candidate above it is not trained at all, and it is
 recorded and ranked last with the reason (:func:`margin_reason`).
+
+PBT's members are judged alike each interval (:func:`judge_members`), on the task metric of
+their rolling block of training episodes (:func:`block_score`) and the monitor's flags on
+their lineage's curve.
 """
 
 from __future__ import annotations
@@ -19,10 +23,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from ppage_jax.analysis.search.spec import Constraint
+from ppage_jax.analysis.audit.margin import stall_margins
+from ppage_jax.analysis.batch.monitoring import monitor_run
+from ppage_jax.analysis.batch.program import take
+from ppage_jax.analysis.search.spec import Constraint, SearchSpec
+from ppage_jax.env import GridWorld
+from ppage_jax.state import EnvParams
 from ppage_jax.train.run.monitor import PREFIX
 
 
@@ -122,3 +132,78 @@ def selection_order(candidates: Sequence[Mapping]) -> list[int]:
         return (not c["feasible"], loss, c["generation"], c["index"])
 
     return sorted(range(len(candidates)), key=key)
+
+
+# --------------------------------------------------------------------------- PBT's members
+def block_score(metrics: Mapping[str, Any], metric: str) -> float:
+    """The task metric of one member's rolling block of training episodes (its metrics rows
+    of one interval), episode-weighted: the mean episode length (``rmst``, ``km_median``,
+    ``episode_length``: truncated episodes count at the step limit), the capture rate, or
+    the share not captured (``truncated_share``). NaN when no episode finished."""
+    episodes = np.asarray(metrics["episodes"], np.float64)
+    if "active" in metrics:
+        episodes = np.where(np.asarray(metrics["active"], bool), episodes, 0.0)
+    name = "capture_rate" if metric in ("capture_rate", "truncated_share") else "episode_length"
+    values = np.asarray(metrics[name], np.float64)
+    weights = np.where(np.isfinite(values), episodes, 0.0)
+    if weights.sum() <= 0:
+        return math.nan
+    mean = float((weights * np.nan_to_num(values)).sum() / weights.sum())
+    return 1.0 - mean if metric == "truncated_share" else mean
+
+
+def judge_members(
+    spec: SearchSpec,
+    env: GridWorld,
+    lineages: Sequence[tuple[int, list]],
+    metrics: dict,
+    member_params: Sequence[EnvParams],
+    monitors: Sequence[Any],
+    seeds: Sequence[int],
+    g: int,
+) -> tuple[list[dict], dict]:
+    """Each PBT member's record of interval ``g`` (its block's task metric,
+    :func:`block_score`; the monitor's flags on its lineage's curve, ``lineages[m]`` being
+    its root and that curve; the stall margin; feasibility, rank) and its results row."""
+    records, results = [], {}
+    for m in range(len(seeds)):
+        score = block_score(take(metrics, m), spec.metric)
+        result: dict[str, float] = {spec.metric: score}
+        result.update(monitor_run(monitors[lineages[m][0]], seeds[m], lineages[m][1]))
+        reasons = []
+        checks = flagged_checks(result, spec.constraint.checks) if spec.constraint.monitor else []
+        if checks:
+            reasons.append(f"the reward-hacking monitor flagged its lineage ({', '.join(checks)})")
+        if spec.constraint.stall_margin is not None:
+            margin = margin_reason(
+                stall_margins(env, member_params[m]), spec.constraint.stall_margin
+            )
+            if margin:
+                reasons.append(margin.replace(" (not trained)", ""))
+        name = f"i{g:02d}m{m:02d}"
+        loss = -spec.direction * score if math.isfinite(score) else math.inf
+        records.append(
+            {
+                "name": name,
+                "generation": g,
+                "index": m,
+                "member": m,
+                "root": int(lineages[m][0]),
+                "seeds": [int(seeds[m])],
+                "metric": score,
+                "loss": loss,
+                "flagged_seeds": {str(seeds[m]): len(checks)} if checks else {},
+                "flagged_checks": {str(seeds[m]): checks} if checks else {},
+                "feasible": not reasons,
+                "reason": "; ".join(reasons),
+                "audit_flags": [],
+            }
+        )
+        results[name, int(seeds[m])] = result
+    order = sorted(
+        range(len(records)),
+        key=lambda i: (not records[i]["feasible"], records[i]["loss"], i),
+    )
+    for rank, i in enumerate(order):
+        records[i]["rank"] = rank
+    return records, results

@@ -11,6 +11,7 @@ over layouts (:mod:`.report`)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,55 +26,45 @@ from ppage_jax.env import GridWorld
 from ppage_jax.tracking.sweep import SweepRecorder
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSetup:
+    """How the re-evaluation's runs train and where they report: the env, the evaluation's
+    step limit (time to capture is censored there), the progress bar, the trackers and the
+    directory they log under (its ``reevaluation/``), and the search's own train function
+    with its env steps per update (None: the config's)."""
+
+    env: GridWorld
+    horizon: int
+    progress: bool = True
+    loggers: Sequence[str] = ()
+    out_dir: str | Path = "."
+    train_fn: TrainFn | None = None
+    env_steps_per_update: int | None = None
+
+
 def reevaluate(
     spec: SearchSpec,
-    env: GridWorld,
     selected: Arm,
-    horizon: int,
-    progress: bool = True,
-    loggers: Sequence[str] = (),
-    out_dir: str | Path = ".",
-    train_fn: TrainFn | None = None,
-    env_steps_per_update: int | None = None,
+    setup: RunSetup,
     schedule: Config | None = None,
     references: bool = True,
 ) -> tuple[dict, list]:
     """Results ``{(arm, seed): metrics}`` and episode rows ``(arm, seed, episode, length,
     captured)`` of ``selected`` and the references on the re-evaluation's seeds/layouts
-    (``train_fn``: the search's own, when it was given one; the evaluation is always the
-    re-evaluation's fresh block). ``schedule``: a config whose ``experiment.curriculum``
+    (``setup.train_fn``: the search's own, when it was given one; the evaluation is always
+    the re-evaluation's fresh block). ``schedule``: a config whose ``experiment.curriculum``
     the selected design trains under (a PBT schedule; the references then train in a
     program of their own, without it). ``references=False``: the selected design alone (the
     references re-evaluated once elsewhere, on the same seeds and layouts)."""
-    import dataclasses
-
     rspec = spec.reevaluation_sweep(selected)
     refs = tuple(r for r in rspec.arms if r.name != selected.name) if references else ()
     if schedule is None:
-        parts = [dataclasses.replace(rspec, arms=(selected, *refs))]
-        return run_parts(
-            parts,
-            spec.config,
-            env,
-            horizon,
-            progress,
-            loggers,
-            out_dir,
-            train_fn,
-            env_steps_per_update,
-        )
+        return run_parts([dataclasses.replace(rspec, arms=(selected, *refs))], spec.config, setup)
     part = dataclasses.replace(rspec, config=schedule, arms=(selected,))
-    results, rows = replay_schedule(spec, part, env, horizon, progress, loggers, out_dir)
+    results, rows = replay_schedule(spec, part, setup)
     if refs:
-        more, more_rows = run_parts(
-            [dataclasses.replace(rspec, arms=refs)],
-            spec.config,
-            env,
-            horizon,
-            progress,
-            loggers,
-            out_dir,
-        )
+        plain = dataclasses.replace(setup, train_fn=None, env_steps_per_update=None)
+        more, more_rows = run_parts([dataclasses.replace(rspec, arms=refs)], spec.config, plain)
         results.update(more)
         rows += more_rows
     return results, rows
@@ -100,21 +91,13 @@ def replay_overrides(spec: SearchSpec) -> dict[str, object]:
     return out
 
 
-def replay_schedule(
-    spec: SearchSpec,
-    part: SweepSpec,
-    env: GridWorld,
-    horizon: int,
-    progress: bool = True,
-    loggers: Sequence[str] = (),
-    out_dir: str | Path = ".",
-) -> tuple[dict, list]:
+def replay_schedule(spec: SearchSpec, part: SweepSpec, setup: RunSetup) -> tuple[dict, list]:
     """A PBT pick (``part``: its one arm, on the schedule's config) trained and evaluated by
     the program ``ppage-jax run`` runs: the seeds vmapped in the runner's compiled chunks
     under the config's curriculum, then the run's evaluation rows on the re-evaluation's
     layouts, the row of the search's evaluation policy kept. So the replay
     (:func:`replay_command`) reproduces the re-evaluated scores bit for bit. Results and
-    episode rows as :func:`run_parts`."""
+    episode rows as :func:`run_parts` (``setup``'s train function is not used)."""
     from ppage_jax.analysis.batch.metrics import curve_rows, run_metrics
     from ppage_jax.analysis.batch.program import take
     from ppage_jax.env import make
@@ -140,7 +123,7 @@ def replay_schedule(
             f"ppage-jax run trains them, then {ev['episodes']} held-out episodes each",
             stderr=True,
         )
-        if progress
+        if setup.progress
         else contextlib.nullcontext()
     ):
         result = run_training(
@@ -149,14 +132,15 @@ def replay_schedule(
         played = evaluate_episodes(
             tc, result.policies, params, ev["seed"], ev["episodes"], ev["max_steps"], which
         )[row]
+    env = setup.env
     monitor = arm_monitors(part.config, env, part.arm_params(env), [selected.name], part.eval_seed)
-    recorder = SweepRecorder(loggers, Path(out_dir) / "reevaluation", part)
+    recorder = SweepRecorder(setup.loggers, Path(setup.out_dir) / "reevaluation", part)
     results: dict = {}
     rows: list = []
     for j in range(part.seeds):
         seed = part.train_seed + j
         episodes = take(played, j)
-        result_j = run_metrics(run_env, episodes, horizon)
+        result_j = run_metrics(run_env, episodes, setup.horizon)
         curve = curve_rows(run_env, take(result.metrics, j), tc.env_steps_per_update)
         result_j.update(monitor_run(monitor[selected.name], seed, curve))
         results[selected.name, seed] = result_j
@@ -168,19 +152,9 @@ def replay_schedule(
     return results, rows
 
 
-def run_parts(
-    parts: Sequence[SweepSpec],
-    config: Config,
-    env: GridWorld,
-    horizon: int,
-    progress: bool = True,
-    loggers: Sequence[str] = (),
-    out_dir: str | Path = ".",
-    train_fn: TrainFn | None = None,
-    env_steps_per_update: int | None = None,
-) -> tuple[dict, list]:
+def run_parts(parts: Sequence[SweepSpec], config: Config, setup: RunSetup) -> tuple[dict, list]:
     """Train and evaluate every arm x seed of each sweep spec of ``parts`` (one compiled
-    program each; ``train_fn`` only for those on ``config``, the search's own): results
+    program each; ``setup.train_fn`` only for those on ``config``, the search's own): results
     ``{(arm, seed): metrics}`` (with the monitor's columns) and episode rows ``(arm, seed,
     episode, length, captured)``."""
     from tqdm.auto import tqdm
@@ -188,22 +162,23 @@ def run_parts(
     from ppage_jax.analysis.search.programs import RunProgram
 
     total = sum(len(p.arms) * p.seeds for p in parts)
-    bar = tqdm(total=total, unit="run", desc="re-evaluation", disable=not progress)
+    bar = tqdm(total=total, unit="run", desc="re-evaluation", disable=not setup.progress)
+    env = setup.env
     results: dict = {}
     rows: list = []
     for part in parts:
-        own_train = train_fn if part.config is config else None
-        program = RunProgram(part, env, own_train, None, env_steps_per_update)
+        own_train = setup.train_fn if part.config is config else None
+        program = RunProgram(part, env, own_train, None, setup.env_steps_per_update)
         runs, keys, inputs = program.inputs(part)
         metrics, episodes = program(keys, inputs)
         bar.update(len(runs))
         names = [a.name for a in part.arms]
         monitors = arm_monitors(part.config, env, part.arm_params(env), names, part.eval_seed)
-        recorder = SweepRecorder(loggers, Path(out_dir) / "reevaluation", part)
+        recorder = SweepRecorder(setup.loggers, Path(setup.out_dir) / "reevaluation", part)
         lengths = np.asarray(episodes["episode_length"])
         captured = np.asarray(episodes["captured"])
         for j, (arm, seed) in enumerate(runs):
-            result, curve = program.results(metrics, episodes, j, horizon)
+            result, curve = program.results(metrics, episodes, j, setup.horizon)
             result.update(monitor_run(monitors[arm], seed, curve))
             results[arm, seed] = result
             recorder.add(arm, seed, result, curve)

@@ -138,7 +138,7 @@ def reevaluate_references(
     ``episodes.csv``; ``out/done.json`` marks it finished and is kept on resume)."""
     import dataclasses
 
-    from ppage_jax.analysis.search.reevaluate import run_parts
+    from ppage_jax.analysis.search.reevaluate import RunSetup, run_parts
     from ppage_jax.env import make
 
     out = prepare_output_dir(out, "references directory")
@@ -149,7 +149,7 @@ def reevaluate_references(
     rspec = spec.reevaluation_sweep(spec.design)
     arms = tuple(with_design_terms(r, spec) for r in spec.references)
     part = dataclasses.replace(rspec, arms=arms)
-    results, episodes = run_parts([part], spec.config, env, horizon, progress, (), out)
+    results, episodes = run_parts([part], spec.config, RunSetup(env, horizon, progress, (), out))
     rows = [
         (arm, seed, metric, cell(value))
         for (arm, seed), metrics in results.items()

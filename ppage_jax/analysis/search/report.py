@@ -23,87 +23,35 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from ppage_jax.analysis.batch.output import float_value
 from ppage_jax.analysis.search.constraint import selection_order
 from ppage_jax.analysis.search.reevaluate import replay_command
-from ppage_jax.analysis.search.space import bound_lines, candidate_arm
+from ppage_jax.analysis.search.space import bound_lines
 from ppage_jax.analysis.search.spec import SearchSpec
 from ppage_jax.analysis.search.writer import (
     DESCRIPTION,
     REEVAL,
     REPORT,
     REWARDS,
+    SELECTED,
+    load_candidates,
+    load_means,
     read_csv,
     read_manifest,
+    rewards_yaml,
 )
 from ppage_jax.artifacts import save_figure, write_text
 from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.stats import bootstrap as stats
 
 BOOTSTRAP_REPS = 2000
-SELECTED = "selected"
 
 
 def _fmt(x: float, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{x:.{digits}g}"
-
-
-def load_candidates(out_dir: Path) -> list[dict]:
-    """Every finished generation's candidate records, in order."""
-    writer_dir = Path(out_dir)
-    manifest = read_manifest(writer_dir)
-    cands = []
-    for g in sorted(manifest["generations"]):
-        record = json.loads((writer_dir / "generations" / f"{g:05d}.json").read_text())
-        cands.extend(record["candidates"])
-    return cands
-
-
-def load_means(out_dir: Path) -> list[list[float] | None]:
-    manifest = read_manifest(out_dir)
-    out = []
-    for g in sorted(manifest["generations"]):
-        record = json.loads((Path(out_dir) / "generations" / f"{g:05d}.json").read_text())
-        out.append(record.get("strategy_mean"))
-    return out
-
-
-def rewards_yaml(spec: SearchSpec, values: list[float]) -> str:
-    """The selected design as a ``rewards.yaml`` (terms at weight 0 left out)."""
-    arm = candidate_arm(spec.design, spec.dims, values, SELECTED)
-    rewards = spec.config["rewards"]
-    base = next((e for e in arm.entries if e.name == "base"), None)
-    body: dict[str, Any] = {"gamma": float(arm.gamma)}
-    if base is not None:
-        body["base"] = {"enabled": True, "weight": float(base.weight), "params": dict(base.params)}
-    else:
-        body["base"] = {"enabled": False}
-    body["shaping"] = [
-        {
-            "name": e.name,
-            "weight": float(e.weight),
-            "params": dict(e.params),
-            "applies_to": e.applies_to,
-        }
-        for e in arm.entries
-        if e.name != "base" and e.weight != 0.0
-    ]
-    body["normalization"] = dict(rewards["normalization"])
-    lines = [
-        "# The reward design selected by `ppage-jax search` "
-        f"({Path(spec.path).name}); drop it into a config directory.",
-    ]
-    hyper = {d.name: v for d, v in zip(spec.dims, values, strict=True) if d.kind == "hyperparams"}
-    if hyper:
-        lines.append(
-            "# Searched training hyperparameters (experiment.algorithm.params): "
-            + ", ".join(f"{k}={v:.6g}" for k, v in hyper.items())
-        )
-    return "\n".join(lines) + "\n" + yaml.safe_dump({"rewards": body}, sort_keys=False)
 
 
 def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
@@ -162,14 +110,27 @@ def scored_on(spec: SearchSpec) -> str:
 
 
 def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
-    """report.md, progress.png, weights.png and rewards.yaml in ``output_dir``."""
+    """report.md, progress.png, weights.png and rewards.yaml in ``output_dir``: report.md's
+    opening, then one function per section."""
     out = Path(output_dir)
     description = json.loads((out / DESCRIPTION).read_text())
     cands = load_candidates(out)
     order = selection_order(cands)
     best = cands[order[0]]
-    metric, direction = spec.metric, spec.direction
-    gens = sorted({c["generation"] for c in cands})
+    lines = opening_lines(spec, description, cands)
+    lines += space_lines(spec)
+    lines += generation_lines(out, spec, cands, best)
+    lines += landscape_lines(spec, cands, order)
+    lines += infeasible_lines(spec, cands, best)
+    lines += audit_lines(spec, cands)
+    lines += selected_lines(out, spec, best)
+    lines += reevaluation_lines(out, spec, best["metric"], len(cands), spec.seeds)
+    lines.append("")
+    return write_text(out / REPORT, "\n".join(lines))
+
+
+def opening_lines(spec: SearchSpec, description: dict, cands: list[dict]) -> list[str]:
+    """The title, the search (design, strategy, budget, scoring) and its constraint."""
     lines = [f"# Reward search: {Path(spec.path).name}", ""]
     budget = spec.config["experiment"]["total_timesteps"]
     lines.append(
@@ -206,22 +167,32 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
             f"{limit:+.4g} is not trained: it is recorded and ranks last ({refused} of "
             f"{len(cands)} candidates)."
         )
-    lines += ["", "## Search space", "", "| key | low | high | scale | base design |"]
+    return lines
+
+
+def space_lines(spec: SearchSpec) -> list[str]:
+    """``## Search space``: each searched key's bounds, scale and the base design's value."""
+    lines = ["", "## Search space", "", "| key | low | high | scale | base design |"]
     lines.append("|---|---|---|---|---|")
     for d in spec.dims:
         lines.append(
             f"| `{d.key}` | {_fmt(d.low)} | {_fmt(d.high)} | {d.scale} | "
             f"{_fmt(d.current(spec.design))} |"
         )
+    return lines
 
-    # ------------------------------------------------------------------ generations
-    lines += ["", "## Generations", ""]
+
+def generation_lines(out: Path, spec: SearchSpec, cands: list[dict], best: dict) -> list[str]:
+    """``## Generations``: best and median task metric and feasible share per generation,
+    then the pictures (progress.png, weights.png, written here)."""
+    metric, direction = spec.metric, spec.direction
+    lines = ["", "## Generations", ""]
     lines.append(
         f"| generation | best {metric} (feasible) | median {metric} | feasible | best candidate |"
     )
     lines.append("|---|---|---|---|---|")
     per_gen = {}
-    for g in gens:
+    for g in sorted({c["generation"] for c in cands}):
         gc = [c for c in cands if c["generation"] == g]
         feas = [c for c in gc if c["feasible"]]
         pick = max if direction > 0 else min
@@ -236,8 +207,15 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
     lines.append("")
     for name in figures:
         lines.append(f"![{name.stem}]({name.name})")
-    # ------------------------------------------------------------------ landscape
-    lines += ["", "## Landscape", ""]
+    return lines
+
+
+def landscape_lines(spec: SearchSpec, cands: list[dict], order: list[int]) -> list[str]:
+    """``## Landscape``: each searched key's rank correlation with the task metric (random
+    search only: an adapting strategy's values are confounded with time), then the best
+    candidates in selection ``order``."""
+    metric, direction = spec.metric, spec.direction
+    lines = ["", "## Landscape", ""]
     values = np.array([c["values"] for c in cands], float)
     scores = np.array([c["metric"] for c in cands], float)
     feasible = np.array([c["feasible"] for c in cands], bool)
@@ -273,8 +251,15 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
             f"| {c['name']} | {cells} | {_fmt(c['metric'])} | "
             f"{'yes' if c['feasible'] else 'no'} | {', '.join(c['audit_flags']) or '-'} |"
         )
+    return lines
+
+
+def infeasible_lines(spec: SearchSpec, cands: list[dict], best: dict) -> list[str]:
+    """``### Infeasible candidates``: each one and why, how many the monitor flagged at all,
+    and what ranking on the task metric alone would have selected."""
+    metric = spec.metric
     infeasible = [c for c in cands if not c["feasible"]]
-    lines += ["", "### Infeasible candidates", ""]
+    lines = ["", "### Infeasible candidates", ""]
     if infeasible:
         for c in infeasible:
             cells = ", ".join(
@@ -300,29 +285,38 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
             f"selected {free['name']} ({metric} {_fmt(free['metric'])}), infeasible because "
             f"{free['reason']}; the constraint selected {best['name']} instead."
         )
-    lines += ["", "### Audit flags per candidate", ""]
-    if spec.audit_episodes:
-        counts: dict[str, list[str]] = defaultdict(list)
-        for c in cands:
-            for flag in c["audit_flags"]:
-                counts[flag].append(c["name"])
-        lines.append(
-            f"The reward audit ({spec.audit_episodes} episodes per baseline policy pair) of "
-            "every candidate before training; audit.csv has every row. Candidates per flag:"
-        )
-        lines.append("")
-        for flag, names in sorted(counts.items()):
-            lines.append(f"- `{flag}`: {len(names)} of {len(cands)}")
-    else:
-        lines.append("The audit was off (`audit: false`).")
+    return lines
 
-    # ------------------------------------------------------------------ selected design
-    lines += ["", "## Selected design", ""]
+
+def audit_lines(spec: SearchSpec, cands: list[dict]) -> list[str]:
+    """``### Audit flags per candidate``: the candidates per flag of the reward audit."""
+    lines = ["", "### Audit flags per candidate", ""]
+    if not spec.audit_episodes:
+        lines.append("The audit was off (`audit: false`).")
+        return lines
+    counts: dict[str, list[str]] = defaultdict(list)
+    for c in cands:
+        for flag in c["audit_flags"]:
+            counts[flag].append(c["name"])
+    lines.append(
+        f"The reward audit ({spec.audit_episodes} episodes per baseline policy pair) of "
+        "every candidate before training; audit.csv has every row. Candidates per flag:"
+    )
+    lines.append("")
+    for flag, names in sorted(counts.items()):
+        lines.append(f"- `{flag}`: {len(names)} of {len(cands)}")
+    return lines
+
+
+def selected_lines(out: Path, spec: SearchSpec, best: dict) -> list[str]:
+    """``## Selected design``: its values, search score, the bounds it sits on, and the
+    design as ``rewards.yaml`` (written here)."""
+    lines = ["", "## Selected design", ""]
     cells = ", ".join(
         f"`{d.key}` = {_fmt(v, 4)}" for d, v in zip(spec.dims, best["values"], strict=True)
     )
     lines.append(
-        f"{best['name']} ({cells}): {metric} {_fmt(best['metric'])} in the search "
+        f"{best['name']} ({cells}): {spec.metric} {_fmt(best['metric'])} in the search "
         f"({'feasible' if best['feasible'] else 'INFEASIBLE: ' + best['reason']})."
     )
     on_bounds = bound_lines(spec.dims, best["values"])
@@ -331,12 +325,7 @@ def write_report(output_dir: str | Path, spec: SearchSpec) -> Path:
     text = rewards_yaml(spec, best["values"])
     write_text(out / REWARDS, text)
     lines += ["", "```yaml", text.rstrip(), "```"]
-
-    # ------------------------------------------------------------------ re-evaluation
-    lines += reevaluation_lines(out, spec, best["metric"], len(cands), spec.seeds)
-    lines.append("")
-    path = write_text(out / REPORT, "\n".join(lines))
-    return path
+    return lines
 
 
 def reevaluation_lines(

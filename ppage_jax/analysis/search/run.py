@@ -15,10 +15,16 @@ program (:mod:`.reevaluate`), and the report is written (:mod:`.report`).
 A killed search resumes from its last finished generation: the strategy's state is replayed
 from the recorded ranks (the proposals are checked to be the recorded ones), and the results
 are byte-identical to an uninterrupted search (:mod:`.writer`).
+
+:func:`search_rewards` runs the stages in order on the search's plan (:mod:`.plan`):
+:func:`replay_generations` (resume), :func:`run_generations` (each generation:
+:func:`propose`, :func:`train_generation`, :func:`judge_generation`, then the ranks told to
+the strategy and the generation committed), :func:`pick_and_reevaluate`, then the report.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,20 +35,28 @@ import numpy as np
 from ppage_jax.analysis.audit.margin import stall_margins
 from ppage_jax.analysis.batch.auditing import audit_rows
 from ppage_jax.analysis.batch.monitoring import arm_monitors, monitor_run
+from ppage_jax.analysis.batch.spec import Arm
 from ppage_jax.analysis.batch.trainers import EvalFn, TrainFn
 from ppage_jax.analysis.search.constraint import judge, margin_reason, selection_order
-from ppage_jax.analysis.search.pbt import write_pick
+from ppage_jax.analysis.search.plan import (
+    SearchOptions,
+    SearchPlan,
+    finish,
+    plan_search,
+    reevaluate_pick,
+)
 from ppage_jax.analysis.search.programs import RunProgram
 from ppage_jax.analysis.search.space import candidate_arm, candidate_values, outside_box
 from ppage_jax.analysis.search.spec import SearchSpec, load_search
 from ppage_jax.analysis.search.strategies import Strategy, rank_fitness
-from ppage_jax.analysis.search.writer import open_search_writer, write_above_bar
+from ppage_jax.analysis.search.writer import SELECTED, write_pick
 from ppage_jax.artifacts import OutputError, fault
 from ppage_jax.config import notice
 from ppage_jax.env import make
+from ppage_jax.state import EnvParams
 from ppage_jax.tracking.sweep import SweepRecorder
 
-SELECTED = "selected"
+Results = dict[tuple[str, int], dict[str, float]]
 
 
 def candidate_name(generation: int, index: int) -> str:
@@ -101,7 +115,7 @@ def search_rewards(
     references: bool = True,
 ) -> dict[str, Any]:
     """Run the reward search ``spec`` (a :class:`SearchSpec` or a search file's path);
-    strategy ``pbt`` runs :func:`ppage_jax.analysis.search.pbt.run_pbt`.
+    strategy ``pbt`` runs :func:`ppage_jax.analysis.search.pbt.search_pbt`.
 
     Writes ``output_dir`` (default: the spec's ``output_dir``) as each generation finishes;
     a directory that already holds a search is refused unless ``resume`` (continue it from
@@ -116,138 +130,96 @@ def search_rewards(
     Returns ``{"candidates", "best", "reevaluation", "generations_run", "compile_calls",
     "seconds", "output_dir", "stopped", "report"}``.
     """
-    from tqdm.auto import tqdm
-
+    options = SearchOptions(
+        output_dir=output_dir,
+        resume=resume,
+        overwrite=overwrite,
+        progress=progress,
+        report=report,
+        references=references,
+        loggers=loggers,
+        should_stop=should_stop,
+        log=log,
+    )
     if not isinstance(spec, SearchSpec):
         spec = load_search(spec)
     if spec.strategy == "pbt":  # population-based training: a search of its own (.pbt)
-        from ppage_jax.analysis.search.pbt import run_pbt
+        from ppage_jax.analysis.search.pbt import search_pbt
 
-        return run_pbt(
-            spec,
-            output_dir,
-            resume=resume,
-            overwrite=overwrite,
-            progress=progress,
-            report=report,
-            references=references,
-            should_stop=should_stop,
-            log=log,
-        )
-    say = log or write_above_bar
+        return search_pbt(spec, options)
     env = make(spec.config)
-    template = spec.sweep()
-    program = RunProgram(template, env, train_fn, eval_fn, env_steps_per_update)
-    steps = program.env_steps_per_update
-    horizon = spec.step_limit(env)
-    out_dir = Path(output_dir or spec.output_dir)
-    writer = open_search_writer(spec, out_dir, steps, horizon, resume=resume, overwrite=overwrite)
-    keys_order = [d.key for d in spec.dims]
+    program = RunProgram(spec.sweep(), env, train_fn, eval_fn, env_steps_per_update)
+    plan = plan_search(spec, options, env, program.env_steps_per_update, train_fn)
     strategy = Strategy(
         spec.strategy, spec.population, len(spec.dims), spec.seed, spec.start, spec.std
     )
+    candidates = replay_generations(plan, strategy)
+    start = time.perf_counter()
+    ran, stopped = run_generations(plan, program, strategy, candidates)
+    summary: dict[str, Any] = {
+        "candidates": candidates,
+        "generations_run": ran,
+        "compile_calls": program.compile_calls,
+        "output_dir": str(plan.out_dir),
+        "stopped": stopped,
+        "best": None,
+        "reevaluation": None,
+    }
+    if stopped or len(plan.writer.finished()) < spec.generations:
+        return finish(plan, start, summary)
+    summary["best"], summary["reevaluation"] = pick_and_reevaluate(plan, candidates)
+    from ppage_jax.analysis.search.report import write_report
+
+    calls = program.compile_calls
+    return finish(plan, start, summary, write_report, compile_calls_this_process=calls)
+
+
+def replay_generations(plan: SearchPlan, strategy: Strategy) -> list[dict]:
+    """The finished generations' candidates (a resumed search), the strategy's state replayed
+    from their recorded ranks; OutputError when this machine proposes differently."""
     candidates: list[dict] = []
-    for g in writer.finished():  # replay the strategy from the recorded ranks
-        record = writer.read_generation(g)
+    for g in plan.writer.finished():
+        record = plan.writer.read_generation(g)
         asked = strategy.ask()
         recorded = np.asarray([c["unit"] for c in record["candidates"]], np.float64)
         if g != strategy.generation or not np.array_equal(asked, recorded):
             raise OutputError(
-                f"{out_dir}: generation {g} was proposed differently on this machine; the "
+                f"{plan.out_dir}: generation {g} was proposed differently on this machine; the "
                 f"search cannot be resumed here (rerun it with --overwrite)"
             )
         strategy.tell(record["fitness"])
         candidates.extend(record["candidates"])
-    asked_stop = should_stop or (lambda: False)
+    return candidates
+
+
+def run_generations(
+    plan: SearchPlan, program: RunProgram, strategy: Strategy, candidates: list[dict]
+) -> tuple[int, bool]:
+    """The generations not finished yet, in order, each committed as it ends (its candidates
+    added to ``candidates``), asking ``should_stop()`` before each: ``(generations run,
+    stopped)``."""
+    from tqdm.auto import tqdm
+
+    spec, writer = plan.spec, plan.writer
     todo = [g for g in range(spec.generations) if g not in set(writer.finished())]
     bar = tqdm(
         total=spec.generations,
         initial=spec.generations - len(todo),
         unit="gen",
         desc="search",
-        disable=not progress,
+        disable=not plan.options.progress,
     )
-    start = time.perf_counter()
-    tracker = SearchTracker(loggers, out_dir, spec)
+    tracker = SearchTracker(plan.options.loggers, plan.out_dir, spec)
     ran, stopped = 0, False
     announced: set[str] = set()  # keys whose clipped proposals were announced
     for g in todo:
-        if asked_stop():
+        if plan.stop():
             stopped = True
             break
-        unit = strategy.ask()
-        announce_clipped(spec, g, unit, announced)
-        values = candidate_values(spec.dims, unit)
-        names = [candidate_name(g, i) for i in range(spec.population)]
-        arms = tuple(
-            candidate_arm(spec.design, spec.dims, v, n) for v, n in zip(values, names, strict=True)
-        )
-        all_params = spec.sweep(arms).arm_params(env)
-        margins = [
-            stall_margins(env, p) if spec.constraint.stall_margin is not None else {}
-            for p in all_params
-        ]
-        skipped = {
-            name: reason
-            for name, m in zip(names, margins, strict=True)
-            if (reason := margin_reason(m, spec.constraint.stall_margin))
-        }
-        trained = tuple(a for a in arms if a.name not in skipped)
-        arm_params = [p for a, p in zip(arms, all_params, strict=True) if a.name not in skipped]
-        trained_names = [a.name for a in trained]
-        audit = (
-            audit_rows(env, arm_params, trained_names, horizon, spec.audit_episodes)
-            if spec.audit_episodes and trained
-            else []
-        )
-        results: dict[tuple[str, int], dict[str, float]] = {}
-        if trained:
-            gspec = spec.sweep(trained)
-            monitors = arm_monitors(spec.config, env, arm_params, trained_names, spec.eval_seed)
-            recorder = SweepRecorder(loggers, out_dir, gspec)
-            runs, keys, inputs = program.inputs(gspec)
-            metrics, episodes = program(keys, inputs, pad_to=spec.population * spec.seeds)
-            for j, (arm, seed) in enumerate(runs):
-                result, curve = program.results(metrics, episodes, j, horizon)
-                result.update(monitor_run(monitors[arm], seed, curve))
-                results[arm, seed] = result
-                recorder.add(arm, seed, result, curve)
+        proposal = propose(plan, strategy, g, announced)
+        results, audit = train_generation(plan, program, proposal)
         fault(f"generation:{ran + 1}")  # testing hook: killed after a generation's program
-        record_cands = []
-        for i, name in enumerate(names):
-            extra = {}
-            if spec.constraint.stall_margin is not None:
-                extra["stall_margin"] = float(margins[i].get("predator", {}).get("margin", 0.0))
-            if name in skipped:
-                record_cands.append(untrained_record(name, g, i, unit[i], values[i], skipped[name]))
-                record_cands[-1].update(extra)
-                say(f"search generation {g}: {name} is infeasible: {skipped[name]}")
-                continue
-            per_seed = {s: r for (a, s), r in results.items() if a == name}
-            audit_flags = sorted({row[1] for row in audit if row[0] == name and row[4] == 1})
-            verdict = judge(
-                per_seed, spec.metric, spec.direction, spec.constraint, horizon, audit_flags
-            )
-            record_cands.append(
-                {
-                    "name": name,
-                    "generation": g,
-                    "index": i,
-                    "unit": [float(u) for u in unit[i]],
-                    "values": [float(v) for v in values[i]],
-                    "seeds": sorted(per_seed),
-                    "metric": verdict.metric,
-                    "loss": verdict.loss,
-                    "flagged_seeds": {str(s): len(c) for s, c in verdict.flagged.items()},
-                    "flagged_checks": {str(s): c for s, c in verdict.flagged.items()},
-                    "feasible": verdict.feasible,
-                    "reason": verdict.reason,
-                    "audit_flags": audit_flags,
-                    **extra,
-                }
-            )
-            if not verdict.feasible:
-                say(f"search generation {g}: {name} is infeasible: {verdict.reason}")
+        record_cands = judge_generation(plan, proposal, results, audit)
         fitness = rank_fitness(
             [c["loss"] for c in record_cands], [c["feasible"] for c in record_cands]
         )
@@ -255,7 +227,7 @@ def search_rewards(
             c["rank"] = int(f)
         record = {
             "generation": g,
-            "keys": keys_order,
+            "keys": [d.key for d in spec.dims],
             "metric": spec.metric,
             "candidates": record_cands,
             "fitness": [float(f) for f in fitness],
@@ -275,62 +247,153 @@ def search_rewards(
         )
     bar.close()
     tracker.close()
-    seconds = time.perf_counter() - start
-    summary: dict[str, Any] = {
-        "candidates": candidates,
-        "generations_run": ran,
-        "compile_calls": program.compile_calls,
-        "output_dir": str(out_dir),
-        "stopped": stopped,
-        "best": None,
-        "reevaluation": None,
+    return ran, stopped
+
+
+@dataclasses.dataclass(frozen=True)
+class Proposal:
+    """One generation's candidates as the strategy proposed them: unit coordinates [P, d],
+    values [P, d], names, designs and their EnvParams, the stall margins (empty without a
+    stall-margin constraint) and the candidates the constraint refuses to train, with why."""
+
+    generation: int
+    unit: np.ndarray
+    values: np.ndarray
+    names: list[str]
+    arms: tuple[Arm, ...]
+    params: list[EnvParams]
+    margins: list[dict]
+    skipped: dict[str, str]
+
+    @property
+    def trained(self) -> tuple[Arm, ...]:
+        """The designs that train (not refused by the constraint)."""
+        return tuple(a for a in self.arms if a.name not in self.skipped)
+
+    @property
+    def trained_params(self) -> list[EnvParams]:
+        return [
+            p for a, p in zip(self.arms, self.params, strict=True) if a.name not in self.skipped
+        ]
+
+
+def propose(plan: SearchPlan, strategy: Strategy, g: int, announced: set[str]) -> Proposal:
+    """Generation ``g``'s :class:`Proposal` (asking the strategy), its clipped proposals
+    announced once per key, and the stall-margin constraint applied before training."""
+    spec, env = plan.spec, plan.env
+    unit = strategy.ask()
+    announce_clipped(spec, g, unit, announced)
+    values = candidate_values(spec.dims, unit)
+    names = [candidate_name(g, i) for i in range(spec.population)]
+    arms = tuple(
+        candidate_arm(spec.design, spec.dims, v, n) for v, n in zip(values, names, strict=True)
+    )
+    all_params = spec.sweep(arms).arm_params(env)
+    limit = spec.constraint.stall_margin
+    margins = [stall_margins(env, p) if limit is not None else {} for p in all_params]
+    skipped = {
+        name: reason
+        for name, m in zip(names, margins, strict=True)
+        if (reason := margin_reason(m, limit))
     }
-    if stopped or len(writer.finished()) < spec.generations:
-        summary["seconds"] = seconds
-        writer.write_description(search_seconds=round(writer.previous_seconds + seconds, 2))
-        return summary
+    return Proposal(g, unit, values, names, arms, all_params, margins, skipped)
+
+
+def train_generation(
+    plan: SearchPlan, program: RunProgram, proposal: Proposal
+) -> tuple[Results, list]:
+    """``(results, audit rows)`` of a generation's trained candidates: the audit of each
+    design, then every candidate x seed trained and evaluated in one call of the program
+    (compiled for the whole population), each run watched by the reward-hacking monitor."""
+    spec, env, horizon = plan.spec, plan.env, plan.horizon
+    trained, arm_params = proposal.trained, proposal.trained_params
+    trained_names = [a.name for a in trained]
+    audit = (
+        audit_rows(env, arm_params, trained_names, horizon, spec.audit_episodes)
+        if spec.audit_episodes and trained
+        else []
+    )
+    results: Results = {}
+    if trained:
+        gspec = spec.sweep(trained)
+        monitors = arm_monitors(spec.config, env, arm_params, trained_names, spec.eval_seed)
+        recorder = SweepRecorder(plan.options.loggers, plan.out_dir, gspec)
+        runs, keys, inputs = program.inputs(gspec)
+        metrics, episodes = program(keys, inputs, pad_to=spec.population * spec.seeds)
+        for j, (arm, seed) in enumerate(runs):
+            result, curve = program.results(metrics, episodes, j, horizon)
+            result.update(monitor_run(monitors[arm], seed, curve))
+            results[arm, seed] = result
+            recorder.add(arm, seed, result, curve)
+    return results, audit
+
+
+def judge_generation(
+    plan: SearchPlan, proposal: Proposal, results: Results, audit: list
+) -> list[dict]:
+    """Each candidate's record: its task metric over its seeds, the monitor's and the
+    audit's flags, feasibility and why not (:func:`judge`); a refused candidate's
+    :func:`untrained_record`. Each infeasible candidate is said."""
+    spec, g = plan.spec, proposal.generation
+    records = []
+    for i, name in enumerate(proposal.names):
+        extra = {}
+        if spec.constraint.stall_margin is not None:
+            margin = proposal.margins[i].get("predator", {}).get("margin", 0.0)
+            extra["stall_margin"] = float(margin)
+        unit, values = proposal.unit[i], proposal.values[i]
+        if name in proposal.skipped:
+            records.append(untrained_record(name, g, i, unit, values, proposal.skipped[name]))
+            records[-1].update(extra)
+            plan.say(f"search generation {g}: {name} is infeasible: {proposal.skipped[name]}")
+            continue
+        per_seed = {s: r for (a, s), r in results.items() if a == name}
+        audit_flags = sorted({row[1] for row in audit if row[0] == name and row[4] == 1})
+        verdict = judge(
+            per_seed, spec.metric, spec.direction, spec.constraint, plan.horizon, audit_flags
+        )
+        records.append(
+            {
+                "name": name,
+                "generation": g,
+                "index": i,
+                "unit": [float(u) for u in unit],
+                "values": [float(v) for v in values],
+                "seeds": sorted(per_seed),
+                "metric": verdict.metric,
+                "loss": verdict.loss,
+                "flagged_seeds": {str(s): len(c) for s, c in verdict.flagged.items()},
+                "flagged_checks": {str(s): c for s, c in verdict.flagged.items()},
+                "feasible": verdict.feasible,
+                "reason": verdict.reason,
+                "audit_flags": audit_flags,
+                **extra,
+            }
+        )
+        if not verdict.feasible:
+            plan.say(f"search generation {g}: {name} is infeasible: {verdict.reason}")
+    return records
+
+
+def pick_and_reevaluate(plan: SearchPlan, candidates: list[dict]) -> tuple[dict, dict | None]:
+    """``(best, re-evaluation results)``: the selected candidate (feasible first, then by
+    the task metric: :func:`selection_order`) written to pick.json, then re-evaluated with
+    the references on fresh seeds and layouts (None when already done)."""
+    spec = plan.spec
     best = candidates[selection_order(candidates)[0]]
-    summary["best"] = best
-    write_pick(out_dir, spec, best["name"], best["values"], best["metric"], best)
+    write_pick(plan.out_dir, spec, best["name"], best["values"], best["metric"], best)
     if not best["feasible"]:
-        say(
+        plan.say(
             "search: no candidate was feasible; the re-evaluation takes the best infeasible "
             f"one, {best['name']} ({best['reason']})"
         )
-    if not writer.reevaluated:
-        from ppage_jax.analysis.search.reevaluate import reevaluate
-
-        say(
-            f"search: re-evaluating {best['name']} ({spec.metric} {best['metric']:.4g} in the "
-            f"search) against {', '.join(r.name for r in spec.references)} on fresh seeds "
-            f"and layouts"
-        )
-        arm = candidate_arm(spec.design, spec.dims, best["values"], SELECTED)
-        re_results, re_episodes = reevaluate(
-            spec,
-            env,
-            arm,
-            horizon,
-            progress,
-            loggers,
-            out_dir,
-            train_fn,
-            steps,
-            references=references,
-        )
-        writer.write_reevaluation(re_results, re_episodes)
-        summary["reevaluation"] = re_results
-    seconds = time.perf_counter() - start
-    summary["seconds"] = seconds
-    writer.write_description(
-        search_seconds=round(writer.previous_seconds + seconds, 2),
-        compile_calls_this_process=program.compile_calls,
+    announce = (
+        f"search: re-evaluating {best['name']} ({spec.metric} {best['metric']:.4g} in the "
+        f"search) against {', '.join(r.name for r in spec.references)} on fresh seeds "
+        f"and layouts"
     )
-    if report:
-        from ppage_jax.analysis.search.report import write_report
-
-        summary["report"] = str(write_report(out_dir, spec))
-    return summary
+    arm = candidate_arm(spec.design, spec.dims, best["values"], SELECTED)
+    return best, reevaluate_pick(plan, arm, announce)
 
 
 class SearchTracker:

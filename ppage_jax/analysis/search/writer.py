@@ -15,7 +15,11 @@ ends byte-identical to an uninterrupted one.
   each commit;
 - ``reevaluation/``: ``results.csv`` (``arm, seed, metric, value``) and ``episodes.csv``
   (``arm, seed, episode, length, captured``) of the re-evaluation;
-- ``search.json``: the resolved spec, the device and the timings.
+- ``search.json``: the resolved spec, the device and the timings;
+- ``pick.json``: the selected design (or PBT's schedule) in one form for every strategy
+  (:func:`write_pick`), and ``rewards.yaml``'s text (:func:`rewards_yaml`).
+
+The finished generations' candidates are read back with :func:`load_candidates`.
 
 A directory that already holds a search is refused unless resuming (same identity) or
 overwriting (its search files are deleted first, nothing else).
@@ -26,8 +30,9 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ppage_jax.analysis.batch.auditing import HEADER as AUDIT_HEADER
 from ppage_jax.analysis.batch.output import (
@@ -64,6 +69,8 @@ AUDIT_CSV = "audit.csv"
 DESCRIPTION = "search.json"
 REPORT = "report.md"
 REWARDS = "rewards.yaml"
+SELECTED = "selected"  # the re-evaluated pick's arm (and rewards.yaml's design)
+PICK = "pick.json"  # the selected design or schedule, in one form for every strategy
 SEARCH_FILES = (
     MANIFEST,
     GENERATIONS,
@@ -75,7 +82,7 @@ SEARCH_FILES = (
     REWARDS,
     "progress.png",
     "weights.png",
-    "pick.json",
+    PICK,
     "final.json",
     "config.yaml",
     "schedule.png",
@@ -276,3 +283,91 @@ def open_search_writer(
     )
     identity = search_identity(spec, steps, horizon)
     return SearchWriter(out_dir, described, identity, resume=resume, overwrite=overwrite)
+
+
+def load_candidates(out_dir: Path) -> list[dict]:
+    """Every finished generation's candidate records, in order."""
+    writer_dir = Path(out_dir)
+    manifest = read_manifest(writer_dir)
+    cands = []
+    for g in sorted(manifest["generations"]):
+        record = json.loads((writer_dir / "generations" / f"{g:05d}.json").read_text())
+        cands.extend(record["candidates"])
+    return cands
+
+
+def load_means(out_dir: Path) -> list[list[float] | None]:
+    """Every finished generation's strategy mean (None where the strategy has none)."""
+    manifest = read_manifest(out_dir)
+    out = []
+    for g in sorted(manifest["generations"]):
+        record = json.loads((Path(out_dir) / "generations" / f"{g:05d}.json").read_text())
+        out.append(record.get("strategy_mean"))
+    return out
+
+
+def rewards_yaml(spec: SearchSpec, values: list[float]) -> str:
+    """The selected design as a ``rewards.yaml`` (terms at weight 0 left out)."""
+    from ppage_jax.analysis.search.space import candidate_arm
+
+    arm = candidate_arm(spec.design, spec.dims, values, SELECTED)
+    rewards = spec.config["rewards"]
+    base = next((e for e in arm.entries if e.name == "base"), None)
+    body: dict[str, Any] = {"gamma": float(arm.gamma)}
+    if base is not None:
+        body["base"] = {"enabled": True, "weight": float(base.weight), "params": dict(base.params)}
+    else:
+        body["base"] = {"enabled": False}
+    body["shaping"] = [
+        {
+            "name": e.name,
+            "weight": float(e.weight),
+            "params": dict(e.params),
+            "applies_to": e.applies_to,
+        }
+        for e in arm.entries
+        if e.name != "base" and e.weight != 0.0
+    ]
+    body["normalization"] = dict(rewards["normalization"])
+    lines = [
+        "# The reward design selected by `ppage-jax search` "
+        f"({Path(spec.path).name}); drop it into a config directory.",
+    ]
+    hyper = {d.name: v for d, v in zip(spec.dims, values, strict=True) if d.kind == "hyperparams"}
+    if hyper:
+        lines.append(
+            "# Searched training hyperparameters (experiment.algorithm.params): "
+            + ", ".join(f"{k}={v:.6g}" for k, v in hyper.items())
+        )
+    import yaml
+
+    return "\n".join(lines) + "\n" + yaml.safe_dump({"rewards": body}, sort_keys=False)
+
+
+def write_pick(
+    out_dir: Path,
+    spec: SearchSpec,
+    name: str,
+    values: Sequence[float],
+    score: float,
+    record: Mapping[str, Any],
+    schedule: Sequence[Sequence[float]] | None = None,
+) -> Path:
+    """``pick.json``: the search's selected design (or schedule) in one form for every
+    strategy: what the comparison of strategies reads."""
+    return write_json(
+        out_dir / PICK,
+        {
+            "strategy": spec.strategy,
+            "name": name,
+            "keys": [d.key for d in spec.dims],
+            "values": [float(v) for v in values],
+            "search_score": float(score),
+            "metric": spec.metric,
+            "feasible": bool(record.get("feasible", True)),
+            "reason": str(record.get("reason", "")),
+            "runs": spec.runs,
+            "schedule": [list(map(float, row)) for row in schedule] if schedule else None,
+        },
+        indent=1,
+    )
