@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ppage_jax.artifacts import save_figure, write_text
+from ppage_jax.artifacts import write_text
 from ppage_jax.bench import scaling
 from ppage_jax.bench.peers import (
     PEER_RATIOS,
@@ -96,21 +96,31 @@ def device_line(dev: Mapping[str, Any]) -> str:
     )
 
 
+def throughput_table(results: Iterable[Mapping[str, Any]], bytes_format: str = "") -> list[str]:
+    """Markdown lines of the per-config, per-batch throughput table of ``results``
+    (:class:`Result` dicts), header first; ``bytes_format`` formats the bytes per state
+    (``","``: with thousands separators)."""
+    lines = [
+        "| config | batch | env-steps/s | agent-steps/s | compile s | bytes/state |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for d in results:
+        r = Result.from_dict(d)
+        lines.append(
+            f"| {r.name} | {r.batch} | {r.env_steps_per_s:,.0f} | "
+            f"{r.agent_steps_per_s:,.0f} | {r.compile_s:.2f} | {r.bytes_per_state:{bytes_format}} |"
+        )
+    return lines
+
+
 def format_report(report: Mapping[str, Any]) -> str:
     """Markdown tables of a :func:`run_benchmark` report (device line first)."""
     lines = [device_line(report["device"]), ""]
     lines += [
         "Each config with random actions and the batched auto-reset, each batch timed on its own:",
         "",
-        "| config | batch | env-steps/s | agent-steps/s | compile s | bytes/state |",
-        "|---|---:|---:|---:|---:|---:|",
+        *throughput_table(report["scaling"]),
     ]
-    for d in report["scaling"]:
-        r = Result.from_dict(d)
-        lines.append(
-            f"| {r.name} | {r.batch} | {r.env_steps_per_s:,.0f} | "
-            f"{r.agent_steps_per_s:,.0f} | {r.compile_s:.2f} | {r.bytes_per_state} |"
-        )
     if report["oracle"]:
         lines += [
             "",
@@ -200,12 +210,7 @@ def plot_batches(report: Mapping[str, Any], path: str | Path) -> Path:
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, path, dpi=120)
-    plt.close(fig)
-    return path
+    return plt.write_figure(fig, path, dpi=120)
 
 
 # ------------------------------------------------------------------------- the whole set
@@ -344,16 +349,11 @@ def format_full_report(report: Mapping[str, Any]) -> str:
         "",
         "## Throughput by config and batch (batched auto-reset)",
         "",
-        "| config | batch | env-steps/s | agent-steps/s | compile s | bytes/state |",
-        "|---|---:|---:|---:|---:|---:|",
+        *throughput_table(report["throughput"], bytes_format=","),
+        "",
+        "## Compile times",
+        "",
     ]
-    for d in report["throughput"]:
-        r = Result.from_dict(d)
-        lines.append(
-            f"| {r.name} | {r.batch} | {r.env_steps_per_s:,.0f} | "
-            f"{r.agent_steps_per_s:,.0f} | {r.compile_s:.2f} | {r.bytes_per_state:,} |"
-        )
-    lines += ["", "## Compile times", ""]
     for d in report["first_step"]:
         lines.append(
             f"- `make` -> first finished auto-reset step, {d['name']}, batch "

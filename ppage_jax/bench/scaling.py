@@ -20,7 +20,6 @@ from typing import Any
 
 import jax
 
-from ppage_jax.artifacts import save_figure
 from ppage_jax.bench.throughput import (
     AUTO_RESET,
     NO_RESET,
@@ -360,9 +359,4 @@ def plot_scaling(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str
         axes[0][0].plot([], [], "*", color="grey", mec="black", label="showcases (3v10, 5v20)")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title or "random-policy env-steps/s and memory against scale")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(fig, path, dpi=100)
-    plt.close(fig)
-    return path
+    return plt.write_figure(fig, path, dpi=100)

@@ -46,6 +46,23 @@ def _names(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_throughput_arguments(parser)
+    _add_output_arguments(parser)
+    _add_scaling_arguments(parser)
+    parser.add_argument(
+        "--report",
+        metavar="DIR",
+        default=None,
+        help="run the whole benchmark set (throughput by config and batch, "
+        "scaling, compile times, peak device memory, training "
+        "throughput per algorithm) and write DIR/report.{json,md}",
+    )
+    distributed.add_arguments(parser)
+
+
+def _add_throughput_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the per-config throughput table measures: configs, batches, steps, the oracle and
+    the peers."""
     parser.add_argument(
         "--configs",
         nargs="+",
@@ -91,6 +108,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the make -> first step timing (it runs a subprocess)",
     )
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the report goes besides the printed tables: JSON, the plot, Markdown."""
     parser.add_argument(
         "--json", metavar="PATH", type=output_file, default=None, help="write the report as JSON"
     )
@@ -108,6 +129,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="write the report's Markdown tables",
     )
+
+
+def _add_scaling_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--scaling`` sweeps: grid sides, agent counts, builders and their batch."""
     scale = parser.add_argument_group("scaling (--scaling)")
     scale.add_argument(
         "--scaling",
@@ -161,15 +186,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.2,
         help="target length of one timed run (default 0.2)",
     )
-    parser.add_argument(
-        "--report",
-        metavar="DIR",
-        default=None,
-        help="run the whole benchmark set (throughput by config and batch, "
-        "scaling, compile times, peak device memory, training "
-        "throughput per algorithm) and write DIR/report.{json,md}",
-    )
-    distributed.add_arguments(parser)
 
 
 def _write(args: argparse.Namespace, report, text: str) -> None:

@@ -128,6 +128,67 @@ def _static_turns(params: EnvParams, max_steps: int | None) -> int | None:
         return None
 
 
+def _play_length(
+    params: EnvParams, max_steps: int | None, turns: int | None, recording: bool
+) -> int | None:
+    """The static number of turns :func:`play_episodes` runs at most (None: traced, it runs
+    until every episode has ended); raises when nothing bounds the play, or when a recording
+    has no static length."""
+    limit = _static_turns(params, max_steps)
+    if turns is None and limit is not None and limit >= NO_TRUNCATION:
+        raise ValueError(
+            "play_episodes needs a bound: pass max_steps (a step limit) or turns, "
+            "or set a finite env.termination.max_steps"
+        )
+    length = turns if turns is not None else limit
+    if recording and length is None:
+        raise ValueError(
+            "play_episodes(record=...) needs a static number of turns: pass max_steps or turns"
+        )
+    return length
+
+
+def _start_carry(env: GridWorld, keys: jax.Array, params: EnvParams) -> dict[str, Any]:
+    """The loop carry of :func:`play_episodes` before its first turn: the episodes' starts,
+    fresh running statistics and zeroed per-episode totals."""
+    n = keys.shape[0]
+    obs, state = episode_starts(env, keys, params)
+    terms = (n, env.num_agents, len(env.reward_terms))
+    totals = {
+        "done": jnp.zeros(n, bool),
+        "terminated": jnp.zeros(n, bool),
+        "truncated": jnp.zeros(n, bool),
+        "length": jnp.zeros(n, jnp.int32),
+        "captures": jnp.zeros(n, jnp.int32),
+        **{field: jnp.zeros(terms, jnp.float32) for field in RETURN_FIELDS},
+    }
+    return {
+        "t": jnp.zeros((), jnp.int32),
+        "obs": obs,
+        "state": state,
+        "stats": episode_stats_init(env, (n,)),
+        "totals": totals,
+    }
+
+
+def _episode_results(totals: dict[str, jax.Array], stats: EpisodeStats) -> dict[str, Any]:
+    """The per-episode arrays :func:`play_episodes` returns, from the final totals (episodes
+    that ended) and running statistics (a cut episode reports its values so far)."""
+    done = totals["done"]
+
+    def ended_or_so_far(total, so_far):
+        return jnp.where(done.reshape((-1,) + (1,) * (total.ndim - 1)), total, so_far)
+
+    return {
+        "captured": totals["terminated"],
+        "episode_length": ended_or_so_far(totals["length"], stats.length),
+        "terminated": totals["terminated"],
+        "truncated": totals["truncated"],
+        "captures": ended_or_so_far(totals["captures"], stats.captures),
+        **{f: ended_or_so_far(totals[f], getattr(stats, f)) for f in RETURN_FIELDS},
+    }
+
+
 def play_episodes(
     env: GridWorld,
     policy: Policy,
@@ -162,36 +223,9 @@ def play_episodes(
     stops as soon as every episode has ended.
     """
     params = with_step_limit(params, max_steps)
-    limit = _static_turns(params, max_steps)
-    if turns is None and limit is not None and limit >= NO_TRUNCATION:
-        raise ValueError(
-            "play_episodes needs a bound: pass max_steps (a step limit) or turns, "
-            "or set a finite env.termination.max_steps"
-        )
-    length = turns if turns is not None else limit
-    if record is not None and length is None:
-        raise ValueError(
-            "play_episodes(record=...) needs a static number of turns: pass max_steps or turns"
-        )
-    n = keys.shape[0]
-    obs, state = episode_starts(env, keys, params)
+    length = _play_length(params, max_steps, turns, recording=record is not None)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    terms = (n, env.num_agents, len(env.reward_terms))
-    totals = {
-        "done": jnp.zeros(n, bool),
-        "terminated": jnp.zeros(n, bool),
-        "truncated": jnp.zeros(n, bool),
-        "length": jnp.zeros(n, jnp.int32),
-        "captures": jnp.zeros(n, jnp.int32),
-        **{field: jnp.zeros(terms, jnp.float32) for field in RETURN_FIELDS},
-    }
-    carry = {
-        "t": jnp.zeros((), jnp.int32),
-        "obs": obs,
-        "state": state,
-        "stats": episode_stats_init(env, (n,)),
-        "totals": totals,
-    }
+    carry = _start_carry(env, keys, params)
 
     def turn(c):
         t = c["t"] + 1
@@ -249,20 +283,7 @@ def play_episodes(
             return lax.cond(c["totals"]["done"].all(), skip, recorded, c)
 
         out, trajectory = lax.scan(scan_turn, carry, None, length=length)
-    totals, stats = out["totals"], out["stats"]
-    done = totals["done"]
-
-    def ended_or_so_far(total, so_far):  # a cut episode reports its values so far
-        return jnp.where(done.reshape((-1,) + (1,) * (total.ndim - 1)), total, so_far)
-
-    result = {
-        "captured": totals["terminated"],
-        "episode_length": ended_or_so_far(totals["length"], stats.length),
-        "terminated": totals["terminated"],
-        "truncated": totals["truncated"],
-        "captures": ended_or_so_far(totals["captures"], stats.captures),
-        **{f: ended_or_so_far(totals[f], getattr(stats, f)) for f in RETURN_FIELDS},
-    }
+    result = _episode_results(out["totals"], out["stats"])
     if record is not None:
         result["trajectory"] = trajectory
     return result

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ppage_jax.oracle.env import APPLIES_TO, ReferenceGridWorld
+from ppage_jax.oracle.env import ReferenceGridWorld
+from ppage_jax.oracle.reward_terms import APPLIES_TO
 
 if TYPE_CHECKING:
     from ppage_jax.env import GridWorld

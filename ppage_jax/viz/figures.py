@@ -8,9 +8,13 @@ plotting function can ``from ppage_jax.viz import figures as plt``.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
+
+from ppage_jax.artifacts import save_figure
 
 
 def subplots(*args: Any, figsize: tuple[float, float] | None = None, **kwargs: Any):
@@ -22,3 +26,13 @@ def subplots(*args: Any, figsize: tuple[float, float] | None = None, **kwargs: A
 def close(fig: Figure) -> None:
     """Nothing to release (pyplot never held the figure); kept for pyplot parity."""
     del fig
+
+
+def write_figure(fig: Figure, path: str | os.PathLike, dpi: float) -> Path:
+    """Lay ``fig`` out tightly and save it to ``path`` at ``dpi``, its folder made first and
+    the file written atomically (:func:`ppage_jax.artifacts.save_figure`); returns the path."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_figure(fig, path, dpi=dpi)
+    return path

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppage_jax.oracle.env import REWARD_TERMS, ReferenceGridWorld, RefState
+from ppage_jax.oracle.env import ReferenceGridWorld, RefState
+from ppage_jax.oracle.reward_terms import REWARD_TERMS
 
 DISCRETE_5 = np.array([[1, 0], [0, 1], [-1, 0], [0, -1], [0, 0]])
 RIGHT, YPLUS, LEFT, YMINUS, NOOP = range(5)
