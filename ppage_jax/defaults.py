@@ -13,6 +13,8 @@ VERSION = "0.1.0"
 
 # The two roles, in agent-row order (predators first).
 ROLES = ("predator", "prey")
+# What a reward term's applies_to may name: one role, or every agent.
+APPLIES_TO = (*ROLES, "all")
 
 SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
 

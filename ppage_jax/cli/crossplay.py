@@ -269,7 +269,8 @@ def main(args: argparse.Namespace) -> int:
     out = prepare_output_dir(args.out, "--out directory")
     env = make(config)
     params = env.default_params
-    cap = int(ev["max_steps"] or config["env"]["termination"]["max_steps"])
+    cap = ev["max_steps"] or env.spec.max_steps
+    assert cap is not None  # the config requires eval.max_steps when the env has no limit
     try:
         options = policy_options(list(args.run_dirs), config, env, args.policy_seed, args.greedy)
     except (ConfigError, ValueError) as err:

@@ -62,7 +62,8 @@ def run_evaluation(
     from ppage_jax.viz.run_figures import plot_capture_curves
 
     ev = config["experiment"]["eval"]
-    cap = ev["max_steps"] or config["env"]["termination"]["max_steps"]
+    cap = ev["max_steps"] or tc.env.spec.max_steps
+    assert cap is not None  # the config requires eval.max_steps when the env has no limit
     which = rows_for(tc)
     with phase(
         f"evaluating: {len(which)} rows ({', '.join(which)}) x {ev['episodes']} held-out "

@@ -87,7 +87,9 @@ def main(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     import_user_modules(args.imports)
     config = load_cli_config(args)
-    size = config["env"]["size"]
+    from ppage_jax.config.env_spec import env_spec
+
+    size = env_spec(config).size  # before the env is built: a bad --cell-px fails fast
     side = size * args.cell_px
     if side > MAX_FRAME_PX and Path(args.out).suffix.lower() not in (".html", ".htm"):
         print(

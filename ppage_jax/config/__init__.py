@@ -25,8 +25,10 @@ The package is the floor the simulator and training stand on: it imports nothing
 
 from __future__ import annotations
 
+from ppage_jax.config.env_spec import MAX_GRID_SIZE
 from ppage_jax.config.fields import (
     FLOAT32_MAX,
+    FLOAT32_RULE,
     FLOAT32_TINY,
     INT32_MAX,
     INT32_MIN,
@@ -49,11 +51,11 @@ from ppage_jax.config.loading import Config, load_config, parse_override
 from ppage_jax.config.safe_yaml import MAX_ALIAS_NODES, MAX_FILE_BYTES, ConfigLoader, load_yaml
 from ppage_jax.config.schema import (
     CORE_SCHEMA,
-    MAX_GRID_SIZE,
     Validator,
     full_defaults,
     full_schema,
     register_section,
+    register_spec_check,
     register_validator,
 )
 from ppage_jax.config.shipped import PACKAGED_CONFIGS, resolve_config_path, shipped_configs
@@ -64,6 +66,7 @@ __all__ = [
     "CORE_SCHEMA",
     "DEFAULTS_SOURCE",
     "FLOAT32_MAX",
+    "FLOAT32_RULE",
     "FLOAT32_TINY",
     "INT32_MAX",
     "INT32_MIN",
@@ -94,6 +97,7 @@ __all__ = [
     "parse_override",
     "positive",
     "register_section",
+    "register_spec_check",
     "register_validator",
     "resolve_config_path",
     "shipped_configs",

@@ -35,6 +35,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ppage_jax.config.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.env_spec import env_spec
 from ppage_jax.config.fields import FLOAT32_MAX, INT32_MAX, Field
 from ppage_jax.config.hyperparams import checks, traced_names
 from ppage_jax.config.roles import ROLE_KEYS
@@ -92,26 +93,16 @@ def flatten(spec: Any, leaves: Collection[str] = (), prefix: str = "") -> dict[s
     return out
 
 
-def _term_names(rewards: Mapping[str, Any]) -> list[str]:
-    """The configured reward terms in weight-column order: ``base`` (if enabled), then the
-    ``shaping`` list."""
-    base = ["base"] if rewards["base"]["enabled"] else []
-    return base + [item["name"] for item in rewards["shaping"] or []]
-
-
 def targets(data: Mapping[str, Any]) -> dict[str, tuple[Target, Any]]:
     """Every schedulable key of the merged config ``data``: its target and what its values
     must pass (a ``(low, high)`` range, or the Field of a traced hyperparameter)."""
-    agents = data["agents"]
-    counts = [agents[r]["count"] for r in ROLE_KEYS]
-    max_speed = (
-        max(agents[r]["speed"] for r, n in zip(ROLE_KEYS, counts, strict=True) if n)
-        if any(counts)
-        else 1
-    )
+    spec = env_spec(data)
+    counts = [spec.n_predators, spec.n_prey]
+    speeds = [spec.predator_speed, spec.prey_speed]
+    max_speed = max(s for s, n in zip(speeds, counts, strict=True) if n) if any(counts) else 1
     inf = math.inf
     out: dict[str, tuple[Target, Any]] = {}
-    for i, name in enumerate(_term_names(data["rewards"])):
+    for i, name in enumerate(term.name for term in spec.rewards):
         out[f"reward.weights.{name}"] = (Target("", "weights", index=i), (-inf, inf))
         declared = REWARD_TERMS.get(name)
         for param in declared.numeric_params if declared is not None else ():

@@ -5,8 +5,10 @@ An EnvSpec is a frozen, hashable dataclass of plain Python values (tuples, never
 dicts): everything :class:`~ppage_jax.env.GridWorld` needs, and nothing else (the PPAGE keys
 ``env.name``, ``env.seed``, ``env.render_mode``, ``env.window_size`` and the ``experiment``
 section stay in the Config). Its defaults are the package defaults, which equal the shipped
-``default`` config. It checks its own values on construction: a bad one raises
-:class:`SpecError`, a one-line ValueError naming the field.
+``default`` config, translated. It checks its own values on construction: a bad one raises
+:class:`SpecError`, a one-line ValueError naming the field. These checks are the env's rules:
+validating a config runs them too and reports a refusal at the field's config key
+(:func:`config_key`), as :func:`ppage_jax.make` does.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config.fields import FLOAT32_MAX, INT32_MAX, NAME_RULE, is_safe_name, short_repr
-from ppage_jax.config.schema import MAX_GRID_SIZE
-from ppage_jax.defaults import defaults
+from ppage_jax.config.fields import (
+    FLOAT32_MAX,
+    FLOAT32_RULE,
+    INT32_MAX,
+    NAME_RULE,
+    is_safe_name,
+    short_repr,
+)
+from ppage_jax.defaults import APPLIES_TO, defaults
+
+# Grid side bounds (size, env.size): 2 <= size <= MAX_GRID_SIZE.
+MAX_GRID_SIZE = 4096
 
 # Each spec field and the dotted config key it is translated from.
 CONFIG_KEYS: dict[str, str] = {
@@ -54,18 +65,44 @@ REWARD_FIELDS = ("rewards", "gamma")
 Params = tuple[tuple[str, Any], ...]  # (name, value) pairs sorted by name
 
 
+class ConfigSections(Protocol):
+    """What the translation reads of a validated Config: its sections by name."""
+
+    def __getitem__(self, section: str, /) -> Any: ...
+
+
+# A rule may name another field as ``{field}`` (``"must differ from {predator_prefix}"``):
+# a SpecError shows the field's name, :meth:`SpecError.rule_for` its config key.
+_MENTION = re.compile(r"\{(\w+)\}")
+
+
 class SpecError(ValueError):
     """A value an :class:`EnvSpec` (or the GridWorld built from it) refuses: ``field`` (a
-    spec field, or a path inside one such as ``rewards[1].weight``), ``value`` and the rule."""
+    spec field, or a path inside one such as ``rewards[1].weight``), ``value`` and the rule
+    (``allowed``)."""
 
     def __init__(self, field: str, value: Any, allowed: str):
-        self.field, self.value, self.allowed = field, value, allowed
-        super().__init__(f"EnvSpec.{field} = {short_repr(value)}: {allowed}")
+        self.field, self.value, self.rule = field, value, allowed
+        self.allowed = self.rule_for(lambda name: name)
+        super().__init__(f"EnvSpec.{field} = {short_repr(value)}: {self.allowed}")
+
+    def rule_for(self, name: Callable[[str], str]) -> str:
+        """The rule with each field it mentions written as ``name(field)``."""
+        return _MENTION.sub(lambda m: name(m[1]) if m[1] in CONFIG_KEYS else m[0], self.rule)
 
 
-def config_key(field: str) -> str:
-    """The dotted config key a spec field (or a path inside one) is translated from."""
-    return CONFIG_KEYS[re.split(r"[.\[]", field, maxsplit=1)[0]]
+def config_key(field: str, config: ConfigSections) -> str:
+    """The dotted config key a spec field, or a path inside one (``rewards[1].weight``,
+    ``observation_per_agent.prey``), is translated from. Reward term ``i`` is
+    ``rewards.base`` when ``config`` enables it (term 0), else an entry of
+    ``rewards.shaping``."""
+    head = re.split(r"[.\[]", field, maxsplit=1)[0]
+    tail = field[len(head) :]
+    index = re.fullmatch(r"\[(\d+)\](.*)", tail)
+    if head != "rewards" or index is None:
+        return CONFIG_KEYS[head] + tail
+    i = int(index[1]) - int(bool(config["rewards"]["base"]["enabled"]))
+    return (f"rewards.shaping[{i}]" if i >= 0 else "rewards.base") + index[2]
 
 
 def _frozen(value: Any) -> Any:
@@ -102,7 +139,7 @@ def _reward_term(item: Any) -> RewardTerm:
     return RewardTerm(*item)
 
 
-def _reward_terms(rewards: Mapping[str, Any]) -> tuple[RewardTerm, ...]:
+def section_terms(rewards: Mapping[str, Any]) -> tuple[RewardTerm, ...]:
     """The terms of a ``rewards`` config section in order: ``base`` (if enabled), then the
     ``shaping`` list."""
     terms = []
@@ -121,8 +158,27 @@ def _reward_terms(rewards: Mapping[str, Any]) -> tuple[RewardTerm, ...]:
     return tuple(terms)
 
 
-_D = defaults()
-_ENV, _AGENTS, _OBS = _D["env"], _D["agents"], _D["observations"]
+# How a config value becomes a spec field's value, where it is not taken as it is.
+_TRANSLATED: dict[str, Callable[[Any], Any]] = {
+    "rewards": section_terms,
+    "observation_params": lambda params: _frozen(params or {}),
+}
+
+
+def _field_values(config: ConfigSections) -> dict[str, Any]:
+    """Every spec field's value in ``config``, read at its key in :data:`CONFIG_KEYS`."""
+    values = {}
+    for field, key in CONFIG_KEYS.items():
+        section, *path = key.split(".")
+        value = config[section]
+        for part in path:
+            value = value[part]
+        values[field] = _TRANSLATED.get(field, lambda v: v)(value)
+    return values
+
+
+# The fields' defaults: the package defaults (the shipped ``default`` config), translated.
+_DEFAULT = _field_values(defaults())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,28 +204,28 @@ class EnvSpec:
     Mappings and lists are stored as sorted pairs and tuples, so equal specs hash equal.
     """
 
-    size: int = _ENV["size"]
-    obstacle_percentage: float = _ENV["obstacle_percentage"]
-    fixed_map: tuple[str, ...] | None = _ENV["map"]
-    fixed_starts: tuple[tuple[int, int], ...] | None = _ENV["starts"]
-    allow_cell_sharing: bool = _ENV["dynamics"]["allow_cell_sharing"]
-    block_agents_by_obstacles: bool = _ENV["dynamics"]["block_agents_by_obstacles"]
-    capture_threshold: int = _ENV["termination"]["capture_threshold"]
-    max_steps: int | None = _ENV["termination"]["max_steps"]
-    n_predators: int = _AGENTS["predators"]["count"]
-    n_prey: int = _AGENTS["preys"]["count"]
-    predator_speed: int = _AGENTS["predators"]["speed"]
-    prey_speed: int = _AGENTS["preys"]["speed"]
-    predator_stamina: int | None = _AGENTS["predators"]["stamina"]
-    prey_stamina: int | None = _AGENTS["preys"]["stamina"]
-    predator_prefix: str = _AGENTS["naming"]["predator_prefix"]
-    prey_prefix: str = _AGENTS["naming"]["prey_prefix"]
-    action_type: str = _D["actions"]["type"]
-    observation_type: str = _OBS["type"]
-    observation_params: Params = _frozen(_OBS["params"])
-    observation_per_agent: tuple[tuple[str, Params], ...] | None = _OBS["per_agent"]
-    rewards: tuple[RewardTerm, ...] = _reward_terms(_D["rewards"])
-    gamma: float = _D["rewards"]["gamma"]
+    size: int = _DEFAULT["size"]
+    obstacle_percentage: float = _DEFAULT["obstacle_percentage"]
+    fixed_map: tuple[str, ...] | None = _DEFAULT["fixed_map"]
+    fixed_starts: tuple[tuple[int, int], ...] | None = _DEFAULT["fixed_starts"]
+    allow_cell_sharing: bool = _DEFAULT["allow_cell_sharing"]
+    block_agents_by_obstacles: bool = _DEFAULT["block_agents_by_obstacles"]
+    capture_threshold: int = _DEFAULT["capture_threshold"]
+    max_steps: int | None = _DEFAULT["max_steps"]
+    n_predators: int = _DEFAULT["n_predators"]
+    n_prey: int = _DEFAULT["n_prey"]
+    predator_speed: int = _DEFAULT["predator_speed"]
+    prey_speed: int = _DEFAULT["prey_speed"]
+    predator_stamina: int | None = _DEFAULT["predator_stamina"]
+    prey_stamina: int | None = _DEFAULT["prey_stamina"]
+    predator_prefix: str = _DEFAULT["predator_prefix"]
+    prey_prefix: str = _DEFAULT["prey_prefix"]
+    action_type: str = _DEFAULT["action_type"]
+    observation_type: str = _DEFAULT["observation_type"]
+    observation_params: Params = _DEFAULT["observation_params"]
+    observation_per_agent: tuple[tuple[str, Params], ...] | None = _DEFAULT["observation_per_agent"]
+    rewards: tuple[RewardTerm, ...] = _DEFAULT["rewards"]
+    gamma: float = _DEFAULT["gamma"]
 
     def __post_init__(self) -> None:
         for name, value in _normalised(self).items():
@@ -259,7 +315,7 @@ def _number(field: str, value: Any, lo: float, hi: float, allowed: str) -> float
     """``value`` as a float if it is a real number finite in float32 within [lo, hi]."""
     real = isinstance(value, int | float) and not isinstance(value, bool)
     if not real or not abs(value) <= FLOAT32_MAX or not lo <= value <= hi:
-        _fail(field, value, f"must be a number {allowed}")
+        _fail(field, value, allowed)
     return float(value)
 
 
@@ -300,11 +356,13 @@ def _rewards(value: Any) -> tuple[RewardTerm, ...]:
             )
         if not isinstance(term.name, str):
             _fail(f"{where}.name", term.name, "must be a reward term name")
-        if term.applies_to is not None and not isinstance(term.applies_to, str):
-            _fail(f"{where}.applies_to", term.applies_to, "must be a role name (or None)")
-        weight = _number(
-            f"{where}.weight", term.weight, -FLOAT32_MAX, FLOAT32_MAX, "finite in float32"
-        )
+        if term.applies_to is not None and term.applies_to not in APPLIES_TO:
+            _fail(
+                f"{where}.applies_to",
+                term.applies_to,
+                f"must be one of {list(APPLIES_TO)} (or None: the term's own)",
+            )
+        weight = _number(f"{where}.weight", term.weight, -FLOAT32_MAX, FLOAT32_MAX, FLOAT32_RULE)
         params = _params(f"{where}.params", term.params)
         terms.append(RewardTerm(term.name, weight, params, term.applies_to))
     return tuple(terms)
@@ -328,7 +386,7 @@ def _fixed_map(value: Any, size: int, n_agents: int) -> tuple[str, ...] | None:
         return None
     rows = tuple(value) if isinstance(value, list | tuple) else ()
     if len(rows) != size or any(not isinstance(r, str) or len(r) != size for r in rows):
-        _fail("fixed_map", value, f"must be {size} strings of {size} characters (size)")
+        _fail("fixed_map", value, f"must be {size} strings of {size} characters ({{size}})")
     if any(set(r) - {"#", "."} for r in rows):
         _fail("fixed_map", value, "may only contain '#' (obstacle) and '.' (free)")
     free = sum(r.count(".") for r in rows)
@@ -358,7 +416,7 @@ def _fixed_starts(
     if len(set(starts)) != n_agents:
         _fail("fixed_starts", value, "start cells must be distinct")
     if rows is not None and any(rows[y][x] == "#" for x, y in starts):
-        _fail("fixed_starts", value, "a start cell is an obstacle in fixed_map")
+        _fail("fixed_starts", value, "a start cell is an obstacle in {fixed_map}")
     return starts
 
 
@@ -372,15 +430,16 @@ def _normalised(spec: EnvSpec) -> dict[str, Any]:
         "prey_speed": _integer("prey_speed", spec.prey_speed, 1),
         "capture_threshold": _integer("capture_threshold", spec.capture_threshold, 0),
         "max_steps": _integer("max_steps", spec.max_steps, 1, none=" (or None: no truncation)"),
-        "gamma": _number("gamma", spec.gamma, 0.0, 1.0, "in [0, 1]"),
+        "gamma": _number("gamma", spec.gamma, 0.0, 1.0, "must be a number in [0, 1]"),
         "allow_cell_sharing": _flag("allow_cell_sharing", spec.allow_cell_sharing),
         "block_agents_by_obstacles": _flag(
             "block_agents_by_obstacles", spec.block_agents_by_obstacles
         ),
     }
-    percentage = _number("obstacle_percentage", spec.obstacle_percentage, 0.0, 100.0, "in [0, 100)")
+    in_range = "must be a number in [0, 100)"
+    percentage = _number("obstacle_percentage", spec.obstacle_percentage, 0.0, 100.0, in_range)
     if percentage == 100.0:
-        _fail("obstacle_percentage", spec.obstacle_percentage, "must be a number in [0, 100)")
+        _fail("obstacle_percentage", spec.obstacle_percentage, in_range)
     for role in ("predator", "prey"):
         field = f"{role}_stamina"
         out[field] = _integer(field, getattr(spec, field), 0, none=" (or None: unlimited)")
@@ -388,7 +447,11 @@ def _normalised(spec: EnvSpec) -> dict[str, Any]:
         if not is_safe_name(getattr(spec, field)):
             _fail(field, getattr(spec, field), f"must be a string {NAME_RULE}")
     if spec.prey_prefix == spec.predator_prefix:
-        _fail("prey_prefix", spec.prey_prefix, "must differ from predator_prefix")
+        _fail(
+            "prey_prefix",
+            spec.prey_prefix,
+            "must differ from {predator_prefix} (agent names are unique)",
+        )
     if spec.action_type not in ACTION_TABLES:
         _fail(
             "action_type", spec.action_type, f"unknown action table; known: {sorted(ACTION_TABLES)}"
@@ -397,9 +460,13 @@ def _normalised(spec: EnvSpec) -> dict[str, Any]:
         _fail("observation_type", spec.observation_type, "must be an observation builder name")
     size, n_agents = out["size"], out["n_predators"] + out["n_prey"]
     if n_agents < 1:
-        _fail("n_predators", spec.n_predators, "predators and prey together must number >= 1")
+        _fail("n_predators", spec.n_predators, "predators and prey together must number at least 1")
     if n_agents > size * size:
-        _fail("n_prey", spec.n_prey, f"{n_agents} agents do not fit on {size * size} cells")
+        _fail(
+            "n_prey",
+            spec.n_prey,
+            f"{n_agents} agents do not fit on {size * size} cells ({size}x{size})",
+        )
     rows = _fixed_map(spec.fixed_map, size, n_agents)
     if rows is not None:  # the map fixes the obstacles; the percentage reports its density
         percentage = 100.0 * sum(r.count("#") for r in rows) / size**2
@@ -412,39 +479,8 @@ def _normalised(spec: EnvSpec) -> dict[str, Any]:
     return out
 
 
-# ----------------------------------------------------------------------------- translation
-class ConfigSections(Protocol):
-    """What the translation reads of a validated Config: its sections by name."""
-
-    def __getitem__(self, section: str, /) -> Any: ...
-
-
 def env_spec(config: ConfigSections) -> EnvSpec:
     """The EnvSpec of a validated :class:`~ppage_jax.config.Config` (or of its ``data``):
-    the one place where the env's YAML keys are read (see :data:`CONFIG_KEYS`)."""
-    env, agents, obs = config["env"], config["agents"], config["observations"]
-    predators, preys = agents["predators"], agents["preys"]
-    return EnvSpec(
-        size=env["size"],
-        obstacle_percentage=env["obstacle_percentage"],
-        fixed_map=env["map"],
-        fixed_starts=env["starts"],
-        allow_cell_sharing=env["dynamics"]["allow_cell_sharing"],
-        block_agents_by_obstacles=env["dynamics"]["block_agents_by_obstacles"],
-        capture_threshold=env["termination"]["capture_threshold"],
-        max_steps=env["termination"]["max_steps"],
-        n_predators=predators["count"],
-        n_prey=preys["count"],
-        predator_speed=predators["speed"],
-        prey_speed=preys["speed"],
-        predator_stamina=predators["stamina"],
-        prey_stamina=preys["stamina"],
-        predator_prefix=agents["naming"]["predator_prefix"],
-        prey_prefix=agents["naming"]["prey_prefix"],
-        action_type=config["actions"]["type"],
-        observation_type=obs["type"],
-        observation_params=_frozen(obs["params"] or {}),
-        observation_per_agent=obs["per_agent"],
-        rewards=_reward_terms(config["rewards"]),
-        gamma=config["rewards"]["gamma"],
-    )
+    the one place where the env's YAML keys are read (at :data:`CONFIG_KEYS`); a value the
+    spec refuses raises :class:`SpecError`."""
+    return EnvSpec(**_field_values(config))

@@ -36,8 +36,8 @@ from typing import Any
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config.algorithms import ALGORITHM_PARAMS
 from ppage_jax.config.curriculum import validate_curriculum
-from ppage_jax.config.env_spec import env_spec
-from ppage_jax.config.fields import Field, int_at_least, notice
+from ppage_jax.config.env_spec import EnvSpec, env_spec
+from ppage_jax.config.fields import NON_NEGATIVE, Field, int_at_least, notice
 from ppage_jax.config.hyperparams import checks, defaults, from_params
 from ppage_jax.config.roles import (
     BASELINES,
@@ -86,7 +86,7 @@ EXPERIMENT_SCHEMA: dict = {
         "window": int_at_least(4),
         "patience": int_at_least(1),
         "alpha": Field(float, False, lambda v: 0 < v < 1, "in (0, 1)"),
-        "min_change": Field(float, False, lambda v: v >= 0, ">= 0"),
+        "min_change": NON_NEGATIVE,
         "share_threshold": Field(float, False, lambda v: 0 < v <= 1, "in (0, 1]"),
         "baseline": Field(
             str, False, lambda v: v in MONITOR_BASELINES, f"one of {list(MONITOR_BASELINES)}"
@@ -138,7 +138,7 @@ ACTION_DIM = Field(int, True, lambda v: v > 0, "> 0 (must equal the action table
 
 def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
     """Check ``experiment.*`` and fill the algorithm's default hyperparameters in place."""
-    exp = data["experiment"]
+    exp, spec = data["experiment"], env_spec(data)
     name = exp["algorithm"]["name"]
     if name not in ALGORITHM_PARAMS:
         fail(
@@ -157,13 +157,13 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
                 value = ACTION_DIM.validate(value)
             except ValueError as err:
                 fail(dotted, value, str(err))
-            n_actions = len(ACTION_TABLES[data["actions"]["type"]])
+            n_actions = len(ACTION_TABLES[spec.action_type])
             if value is not None and value != n_actions:
                 fail(
                     dotted,
                     value,
                     f"must equal the size of action table "
-                    f"{data['actions']['type']!r}, {n_actions} (or be omitted)",
+                    f"{spec.action_type!r}, {n_actions} (or be omitted)",
                 )
         elif key not in rules:
             hint = f"; {MOVED_KEYS[key]}" if key in MOVED_KEYS else ""
@@ -195,7 +195,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
             f"(now {exp['total_timesteps']!r}) and experiment.episodes; write null for the "
             f"other",
         )
-    max_steps = data["env"]["termination"]["max_steps"]
+    max_steps = spec.max_steps
     if exp["episodes"] is not None and max_steps is None:
         fail(
             "experiment.episodes",
@@ -226,7 +226,7 @@ def validate_experiment(data: dict, fail: Callable[..., None]) -> None:
         exp["start_from"] = _start_setting(exp["start_from"], name, fail)
 
     validate_curriculum(data, fail)
-    _check_sizes(data, resolved["num_steps"], fail)
+    _check_sizes(data, spec, resolved["num_steps"], fail)
 
     train_seeds = range(exp["seed"], exp["seed"] + exp["num_seeds"])
     eval_seeds = range(exp["eval"]["seed"], exp["eval"]["seed"] + exp["eval"]["episodes"])
@@ -331,7 +331,7 @@ def planned_updates(
     return max(1, math.ceil(episodes * max_steps / per_update))
 
 
-def _check_sizes(data: dict, num_steps: int, fail: Callable[..., None]) -> None:
+def _check_sizes(data: dict, spec: EnvSpec, num_steps: int, fail: Callable[..., None]) -> None:
     """The run's budget, plan and batches against the thresholds above."""
     exp = data["experiment"]
     total, num_envs, seeds = exp["total_timesteps"], exp["num_envs"], exp["num_seeds"]
@@ -350,13 +350,11 @@ def _check_sizes(data: dict, num_steps: int, fail: Callable[..., None]) -> None:
                 f"experiment.total_timesteps",
             )
         notice(f"experiment.total_timesteps = {total:,} {plan}")
-    updates = planned_updates(
-        total, exp["episodes"], num_envs, num_steps, data["env"]["termination"]["max_steps"]
-    )
+    updates = planned_updates(total, exp["episodes"], num_envs, num_steps, spec.max_steps)
     budget = "total_timesteps" if total is not None else "episodes"
     what = f"the run ({seeds} seed(s) x {updates:,} updates x {per_update:,} env steps)"
     check_plan(seeds * updates * per_update, f"experiment.{budget}", exp[budget], what, fail)
-    state_bytes = env_spec(data).state_bytes
+    state_bytes = spec.state_bytes
     if state_bytes > GRID_STATE_LIMIT:
         return
     check_batch(

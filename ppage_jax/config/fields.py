@@ -151,6 +151,10 @@ def float32_number(value: Any) -> bool:
     )
 
 
+# The rule of a number a config gives the device as float32 (a reward weight, a term param).
+FLOAT32_RULE = f"must be a finite number in float32 range (|x| <= {FLOAT32_MAX:.4g})"
+
+
 def float32_problem(value: float) -> str:
     """Why a real number cannot reach the device as float32 ('' when it can): not finite, beyond
     ``FLOAT32_MAX`` (it would become inf), or non-zero below ``FLOAT32_TINY`` (it would become
@@ -176,6 +180,7 @@ def positive(kind: type = float) -> Field:
 
 
 UNIT_INTERVAL = Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]")
+NON_NEGATIVE = Field(float, False, lambda v: v >= 0, ">= 0")
 
 # The rule for every name that becomes a file path or a table cell: agent name prefixes
 # (agents.naming), env.name, sweep arm names and tracked run names.

@@ -22,7 +22,8 @@ from typing import Any
 
 from ppage_jax.actions import ACTION_TABLES
 from ppage_jax.config import schema
-from ppage_jax.config.fields import UNIT_INTERVAL, Field, positive
+from ppage_jax.config.env_spec import env_spec
+from ppage_jax.config.fields import NON_NEGATIVE, UNIT_INTERVAL, Field, positive
 
 # fail(dotted_key, value, allowed) raises a ConfigError naming the file the key came from.
 Fail = Callable[..., None]
@@ -50,6 +51,13 @@ def redefault(cls: type, name: str, default: Any) -> Any:
         field.metadata["doc"],
         field.metadata.get("traced", False),
     )
+
+
+def same_as(cls: type, name: str) -> Any:
+    """Field ``name`` declared as in the declaration ``cls`` (its default, check, doc and
+    tracing), for a declaration that shares it without inheriting ``cls``'s field order."""
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    return redefault(cls, name, field.default)
 
 
 # --------------------------------------------------------------------------- shared bases
@@ -165,9 +173,8 @@ class EncoderHyperparams(NetworkHyperparams):
     )
 
     def check(self, data: dict, fail: Fail) -> None:
-        builder = data["observations"]["type"]
         if self.network is not None:
-            error = network_error(self.network, builder)
+            error = network_error(self.network, env_spec(data).observation_type)
             if error is not None:
                 fail("experiment.algorithm.params.network", self.network, error)
 
@@ -205,12 +212,8 @@ class IPPOHyperparams(EncoderHyperparams):
     )
     gae_lambda: float = param(0.95, UNIT_INTERVAL, "GAE lambda", traced=True)
     clip_eps: float = param(0.2, positive(), "PPO ratio and value clipping", traced=True)
-    ent_coef: float = param(
-        0.01, Field(float, False, lambda v: v >= 0, ">= 0"), "entropy bonus weight", traced=True
-    )
-    vf_coef: float = param(
-        0.5, Field(float, False, lambda v: v >= 0, ">= 0"), "value loss weight", traced=True
-    )
+    ent_coef: float = param(0.01, NON_NEGATIVE, "entropy bonus weight", traced=True)
+    vf_coef: float = param(0.5, NON_NEGATIVE, "value loss weight", traced=True)
     max_grad_norm: float = param(0.5, positive(), "global gradient-norm clip", traced=True)
     activation: str = param(
         "tanh",
@@ -226,7 +229,7 @@ class IPPOHyperparams(EncoderHyperparams):
     )
     teacher_coef: float = param(
         1.0,
-        Field(float, False, lambda v: v >= 0, ">= 0"),
+        NON_NEGATIVE,
         "weight of the cross-entropy to the teacher's action at the start of training",
         traced=True,
     )
@@ -245,7 +248,7 @@ class IPPOHyperparams(EncoderHyperparams):
     )
     prior_logit: float = param(
         3.0,
-        Field(float, False, lambda v: v >= 0, ">= 0"),
+        NON_NEGATIVE,
         "logit added to the prior baseline's action (3: the untrained policy takes it with "
         "probability 0.83 with five actions)",
         traced=True,
@@ -337,9 +340,10 @@ class TabularHyperparams(EpsilonGreedyHyperparams):
 
     def check(self, data: dict, fail: Fail) -> None:
         """A cql team's joint action space must stay small (``nA ** team size``)."""
-        num_actions = len(ACTION_TABLES[data["actions"]["type"]])
+        spec = env_spec(data)
+        num_actions = len(ACTION_TABLES[spec.action_type])
         for role, kind in self.kinds.items():
-            n = data["agents"]["predators" if role == "predator" else "preys"]["count"]
+            n = spec.n_predators if role == "predator" else spec.n_prey
             if kind == "cql" and num_actions**n > MAX_JOINT_ACTIONS:
                 fail(
                     "experiment.algorithm.name",

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config.fields import Field, positive
+from ppage_jax.config.env_spec import env_spec
+from ppage_jax.config.fields import NON_NEGATIVE, Field, positive
 from ppage_jax.config.hyperparams import (
     EpsilonGreedyHyperparams,
     Fail,
@@ -22,10 +23,10 @@ from ppage_jax.config.hyperparams import (
     TabularHyperparams,
     param,
     redefault,
+    same_as,
 )
 from ppage_jax.config.roles import LEARN, ROLE_KEYS
 
-NON_NEGATIVE = Field(float, False, lambda v: v >= 0, ">= 0")
 DECAY = Field(float, False, lambda v: 0 < v < 1, "in (0, 1)")
 
 
@@ -129,18 +130,13 @@ class A3CHyperparams(NetworkHyperparams):
     hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
     reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
     n_steps: int = param(5, positive(int), "rollout length per gradient step")
-    entropy_coef: float = param(0.05, NON_NEGATIVE, "entropy bonus weight", traced=True)
-    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
-    grad_clip: float = param(5.0, positive(), "global gradient-norm clip", traced=True)
-    actor_weight_decay: float = param(
-        0.0, NON_NEGATIVE, "L2 penalty on the policy head (Adam weight_decay)", traced=True
-    )
-    normalize_returns: bool = param(
-        False, Field(bool), "PopArt-style normalisation of the critic's targets"
-    )
-    return_norm_decay: float = param(
-        0.999, DECAY, "EMA decay of the return normaliser's mean and std"
-    )
+    # The shared-trunk actor-critic's own terms, declared as there (A3C's entropy is higher).
+    entropy_coef: float = redefault(ActorCriticHyperparams, "entropy_coef", 0.05)
+    value_coef: float = same_as(ActorCriticHyperparams, "value_coef")
+    grad_clip: float = same_as(ActorCriticHyperparams, "grad_clip")
+    actor_weight_decay: float = same_as(ActorCriticHyperparams, "actor_weight_decay")
+    normalize_returns: bool = same_as(ActorCriticHyperparams, "normalize_returns")
+    return_norm_decay: float = same_as(ActorCriticHyperparams, "return_norm_decay")
     num_workers: int = param(4, positive(int), "workers: groups of num_envs / num_workers grids")
     staleness: int | None = param(
         None,
@@ -184,11 +180,11 @@ class JALGTHyperparams(EpsilonGreedyHyperparams):
 
     def check(self, data: dict, fail: Fail) -> None:
         """At most MAX_JALGT_AGENTS learning agents (the joint game grows as nA ** n)."""
-        exp = data["experiment"]
-        counts = {key: data["agents"][key]["count"] for key in ROLE_KEYS}
+        exp, spec = data["experiment"], env_spec(data)
+        counts = dict(zip(ROLE_KEYS, (spec.n_predators, spec.n_prey), strict=True))
         n = sum(counts[key] for key in ROLE_KEYS if exp["roles"][key] == LEARN)
         if n > MAX_JALGT_AGENTS:
-            k = len(ACTION_TABLES[data["actions"]["type"]])
+            k = len(ACTION_TABLES[spec.action_type])
             fail(
                 "experiment.algorithm.name",
                 exp["algorithm"]["name"],

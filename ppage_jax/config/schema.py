@@ -1,10 +1,13 @@
 """What a config is checked against: the schema of the simulator's sections, and what the
-packages built on the config register into it (checks over the merged config, whole
-sections, reward terms).
+packages built on the config register into it (checks over the merged config, checks of
+its EnvSpec, whole sections, reward terms).
 
 A dict in a schema is a nested mapping with fixed keys; a :class:`~ppage_jax.config.fields.Field`
-is a leaf. Open mappings (observation params, reward params, the shaping list) are checked by
-the registries through the validators registered with :func:`register_validator`.
+is a leaf. The core schema is about YAML: each key's type, the keys there are, and the rules
+of the PPAGE keys an :class:`~ppage_jax.config.env_spec.EnvSpec` leaves out (``env.name``,
+``env.seed``, ...); the env's own rules are the spec's (its checks run when a config is
+validated). Open mappings (observation params, reward params, the shaping list) are checked
+by the registries through the validators registered with :func:`register_validator`.
 """
 
 from __future__ import annotations
@@ -12,29 +15,21 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppage_jax.config.fields import NAME_RULE, Field, int_at_least, is_safe_name
 from ppage_jax.defaults import SECTIONS, defaults
 
-# Grid side bounds (env.size): 2 <= size <= MAX_GRID_SIZE.
-MAX_GRID_SIZE = 4096
+if TYPE_CHECKING:
+    from ppage_jax.config.env_spec import EnvSpec
 
-_ROLE = {
-    "count": int_at_least(0),
-    "speed": int_at_least(1),
-    "stamina": int_at_least(0, nullable=True, extra="; null means unlimited"),
-}
-# Agents are named <prefix>_1, <prefix>_2, ... (agents.naming, PPAGE's keys).
-_NAME_PREFIX = Field(str, False, is_safe_name, NAME_RULE)
+_ROLE = {"count": Field(int), "speed": Field(int), "stamina": Field(int, nullable=True)}
 
 CORE_SCHEMA: dict[str, Any] = {
     "env": {
         "name": Field(str, False, is_safe_name, NAME_RULE),
-        "size": Field(
-            int, False, lambda v: 2 <= v <= MAX_GRID_SIZE, f">= 2 and <= {MAX_GRID_SIZE}"
-        ),
-        "obstacle_percentage": Field(float, False, lambda v: 0 <= v < 100, "in [0, 100)"),
+        "size": Field(int),
+        "obstacle_percentage": Field(float),
         "seed": Field(int, nullable=True),
         "render_mode": Field(
             str,
@@ -44,17 +39,14 @@ CORE_SCHEMA: dict[str, Any] = {
         ),
         "window_size": int_at_least(16),
         "dynamics": {"allow_cell_sharing": Field(bool), "block_agents_by_obstacles": Field(bool)},
-        "termination": {
-            "capture_threshold": int_at_least(0),
-            "max_steps": int_at_least(1, nullable=True, extra="; null means no truncation"),
-        },
+        "termination": {"capture_threshold": Field(int), "max_steps": Field(int, nullable=True)},
         "map": Field(list, nullable=True, allowed="of strings, '#' obstacle and '.' free"),
         "starts": Field(list, nullable=True, allowed="of [x, y] pairs, one per agent"),
     },
     "agents": {
         "predators": dict(_ROLE),
         "preys": dict(_ROLE),
-        "naming": {"predator_prefix": _NAME_PREFIX, "prey_prefix": _NAME_PREFIX},
+        "naming": {"predator_prefix": Field(str), "prey_prefix": Field(str)},
     },
     "observations": {
         "type": Field(str),
@@ -62,7 +54,7 @@ CORE_SCHEMA: dict[str, Any] = {
         "per_agent": Field(dict, nullable=True),
     },
     "rewards": {
-        "gamma": Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]"),
+        "gamma": Field(float),
         "base": {"enabled": Field(bool), "weight": Field(float), "params": Field(dict)},
         "shaping": Field(list, nullable=True),
         "normalization": {
@@ -84,13 +76,25 @@ CORE_SCHEMA: dict[str, Any] = {
 # callback that raises a ConfigError naming the file the key came from.
 Validator = Callable[[dict, Callable[..., None]], None]
 _VALIDATORS: list[Validator] = []
+# A check of the config's EnvSpec that a registry adds: it raises SpecError.
+SpecCheck = Callable[["EnvSpec"], object]
+_SPEC_CHECKS: list[SpecCheck] = []
 # Sections beyond the core's: name -> (schema, defaults, validator or None).
 _SECTIONS: dict[str, tuple[dict, dict, Validator | None]] = {}
 
 
 def register_validator(fn: Validator) -> Validator:
-    """Register a check over the merged config; it reports problems through ``fail``."""
+    """Register a check over the merged config; it reports problems through ``fail``. It
+    runs before the EnvSpec's checks (it is how a registry checks the YAML of an open
+    mapping or list)."""
     _VALIDATORS.append(fn)
+    return fn
+
+
+def register_spec_check(fn: SpecCheck) -> SpecCheck:
+    """Register a check of a config's EnvSpec (after its own checks): it raises a
+    :class:`~ppage_jax.config.env_spec.SpecError`, reported at the field's config key."""
+    _SPEC_CHECKS.append(fn)
     return fn
 
 
@@ -101,17 +105,26 @@ def register_section(
 
     ``schema`` maps keys to a :class:`~ppage_jax.config.fields.Field` or a nested dict, as the
     core sections do; ``section_defaults`` is the section's default body. The section's
-    validator runs after those registered with :func:`register_validator`.
+    validator runs after the EnvSpec's checks.
     """
     if name not in SECTIONS:
         raise ValueError(f"unknown config section {name!r}; sections: {list(SECTIONS)}")
     _SECTIONS[name] = (schema, copy.deepcopy(section_defaults), validator)
 
 
-def validators() -> Iterable[Validator]:
-    """Every check over the merged config: the registered ones, then the sections'."""
-    yield from list(_VALIDATORS)
-    yield from (validator for _, _, validator in _SECTIONS.values() if validator is not None)
+def validators() -> tuple[Validator, ...]:
+    """The checks registered with :func:`register_validator`."""
+    return tuple(_VALIDATORS)
+
+
+def spec_checks() -> tuple[SpecCheck, ...]:
+    """The checks registered with :func:`register_spec_check`."""
+    return tuple(_SPEC_CHECKS)
+
+
+def section_validators() -> tuple[Validator, ...]:
+    """The validators of the registered sections."""
+    return tuple(validator for _, _, validator in _SECTIONS.values() if validator is not None)
 
 
 def full_schema() -> dict:

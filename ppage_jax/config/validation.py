@@ -1,16 +1,19 @@
-"""Checking a merged config: every leaf against the schema, the grid layout (agents, map,
-start cells), the action table and the registered validators; and what an override implies
-beyond its own key, announced with :func:`~ppage_jax.config.fields.notice`."""
+"""Checking a merged config: every leaf against the schema, the registered validators, the
+checks of its :class:`~ppage_jax.config.env_spec.EnvSpec` (a SpecError reported at the
+field's config key, as :func:`ppage_jax.make` reports it) and the sections' validators; and
+what an override implies beyond its own key, announced with
+:func:`~ppage_jax.config.fields.notice`."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from ppage_jax.actions import ACTION_TABLES
+from ppage_jax.config.env_spec import EnvSpec, SpecError, config_key, env_spec
 from ppage_jax.config.fields import ConfigError, float32_problem, notice, short_repr
-from ppage_jax.config.schema import full_schema, validators
+from ppage_jax.config.schema import full_schema, section_validators, spec_checks, validators
 from ppage_jax.defaults import REGISTRY_LOADERS
 
 DEFAULTS_SOURCE = "package defaults"
@@ -26,6 +29,29 @@ def source_of(sources: Mapping[str, str], dotted: str) -> str:
         if key in sources:
             return sources[key]
     return DEFAULTS_SOURCE
+
+
+def spec_refusal(
+    err: SpecError, data: Mapping[str, Any], sources: Mapping[str, str]
+) -> ConfigError:
+    """The ConfigError of a value the EnvSpec of ``data`` refuses: at the config key of the
+    field (:func:`~ppage_jax.config.env_spec.config_key`), naming the file that gave it and
+    the value there, with the spec's rule (the fields it mentions written as config keys)."""
+    key = config_key(err.field, data)
+    allowed = err.rule_for(lambda field: config_key(field, data))
+    return ConfigError(source_of(sources, key), key, _value_at(data, key, err.value), allowed)
+
+
+def _value_at(data: Mapping[str, Any], dotted: str, missing: Any) -> Any:
+    """The value at a dotted key (``"rewards.shaping[1].params.radius"``); ``missing``
+    where there is none."""
+    node: Any = data
+    for part in re.findall(r"[^.\[\]]+", dotted):
+        try:
+            node = node[int(part) if isinstance(node, list) else part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return missing
+    return node
 
 
 def _is_override(sources: Mapping[str, str], key: str) -> bool:
@@ -115,41 +141,46 @@ def validate(data: dict, sources: Mapping[str, str]) -> None:
                     fail(dotted, node[key], str(err))
 
     walk(data, full_schema(), "")
-    _validate_layout(data, fail)
-    threshold, n_prey = (
-        data["env"]["termination"]["capture_threshold"],
-        data["agents"]["preys"]["count"],
-    )
-    if threshold > n_prey > 0:
-        notice(
-            f"env.termination.capture_threshold = {threshold} can never be reached: it counts "
-            f"captured prey, each prey is captured at most once, and there are {n_prey} "
-            f"(agents.preys.count); episodes end only at the step limit"
-        )
-    env = data["env"]
-    if env["map"] is not None:
-        # The map fixes the obstacles; the percentage reports its density (so a saved
-        # config reloads), and a percentage given beside a map must equal it.
-        density = 100.0 * sum(row.count("#") for row in env["map"]) / env["size"] ** 2
-        if "env.obstacle_percentage" in sources and not math.isclose(
-            env["obstacle_percentage"], density, rel_tol=1e-9, abs_tol=1e-9
-        ):
-            fail(
-                "env.obstacle_percentage",
-                env["obstacle_percentage"],
-                f"must not be set together with env.map: the map fixes the obstacles "
-                f"({density:g} % of the cells)",
-            )
-        env["obstacle_percentage"] = density
-    if data["actions"]["type"] not in ACTION_TABLES:
-        fail(
-            "actions.type",
-            data["actions"]["type"],
-            f"unknown action table; known: {sorted(ACTION_TABLES)}",
-        )
     for validator in validators():
         validator(data, fail)
+    try:
+        spec = env_spec(data)
+        for check in spec_checks():
+            check(spec)
+    except SpecError as err:
+        raise spec_refusal(err, data, sources) from None
+    _settle_env(data, sources, spec, fail)
+    for validator in section_validators():
+        validator(data, fail)
     _check_reward_numbers(data["rewards"], fail)
+
+
+def _settle_env(
+    data: dict, sources: Mapping[str, str], spec: EnvSpec, fail: Callable[..., None]
+) -> None:
+    """What the config says beyond its valid EnvSpec: a capture threshold that can never be
+    reached is announced; a map fixes ``env.obstacle_percentage`` (its density, so a saved
+    config reloads), and a percentage given beside a map must equal it."""
+    if spec.capture_threshold > spec.n_prey > 0:
+        notice(
+            f"env.termination.capture_threshold = {spec.capture_threshold} can never be "
+            f"reached: it counts captured prey, each prey is captured at most once, and there "
+            f"are {spec.n_prey} (agents.preys.count); episodes end only at the step limit"
+        )
+    env = data["env"]
+    if spec.fixed_map is None:
+        return
+    density = spec.obstacle_percentage
+    if "env.obstacle_percentage" in sources and not math.isclose(
+        env["obstacle_percentage"], density, rel_tol=1e-9, abs_tol=1e-9
+    ):
+        fail(
+            "env.obstacle_percentage",
+            env["obstacle_percentage"],
+            f"must not be set together with env.map: the map fixes the obstacles "
+            f"({density:g} % of the cells)",
+        )
+    env["obstacle_percentage"] = density
 
 
 def _check_reward_numbers(rewards: dict, fail: Callable[..., None]) -> None:
@@ -172,55 +203,3 @@ def _check_reward_numbers(rewards: dict, fail: Callable[..., None]) -> None:
         real = isinstance(value, int | float) and not isinstance(value, bool)
         if real and value != 0 and abs(value) <= 1 and float32_problem(float(value)):
             fail(key, value, float32_problem(float(value)))
-
-
-def _validate_layout(data: dict, fail: Callable[..., None]) -> None:
-    env, agents = data["env"], data["agents"]
-    size = env["size"]
-    n_agents = agents["predators"]["count"] + agents["preys"]["count"]
-    if n_agents < 1:
-        fail(
-            "agents.predators.count",
-            agents["predators"]["count"],
-            "predators and prey together must number at least 1",
-        )
-    naming = agents["naming"]
-    if naming["prey_prefix"] == naming["predator_prefix"]:
-        fail(
-            "agents.naming.prey_prefix",
-            naming["prey_prefix"],
-            "must differ from agents.naming.predator_prefix (agent names are unique)",
-        )
-    if n_agents > size * size:
-        fail(
-            "agents.preys.count",
-            agents["preys"]["count"],
-            f"{n_agents} agents do not fit on {size * size} cells ({size}x{size})",
-        )
-    rows = env["map"]
-    if rows is not None:
-        if len(rows) != size or any(not isinstance(r, str) or len(r) != size for r in rows):
-            fail("env.map", rows, f"must be {size} strings of {size} characters (env.size)")
-        if any(set(r) - {"#", "."} for r in rows):
-            fail("env.map", rows, "may only contain '#' (obstacle) and '.' (free)")
-        free = sum(r.count(".") for r in rows)
-        if free < n_agents:
-            fail("env.map", rows, f"has {free} free cells for {n_agents} agents")
-    starts = env["starts"]
-    if starts is not None:
-        ok = len(starts) == n_agents and all(
-            isinstance(p, list)
-            and len(p) == 2
-            and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < size for c in p)
-            for p in starts
-        )
-        if not ok:
-            fail(
-                "env.starts",
-                starts,
-                f"must be {n_agents} [x, y] pairs (predators first) with 0 <= x, y < {size}",
-            )
-        if len({tuple(p) for p in starts}) != n_agents:
-            fail("env.starts", starts, "start cells must be distinct")
-        if rows is not None and any(rows[y][x] == "#" for x, y in starts):
-            fail("env.starts", starts, "a start cell is an obstacle in env.map")

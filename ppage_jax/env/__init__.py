@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ppage_jax.config import Config, ConfigError, load_config
-from ppage_jax.config.env_spec import SpecError, config_key, env_spec
+from ppage_jax.config import Config, load_config
+from ppage_jax.config.env_spec import SpecError, env_spec
+from ppage_jax.config.validation import spec_refusal
 from ppage_jax.env.world import GridWorld, StepResult
 
 __all__ = ["GridWorld", "StepResult", "make"]
@@ -21,7 +22,8 @@ def make(
     defaults), with dotted ``overrides``. The validated config is translated to an
     :class:`EnvSpec` (:func:`~ppage_jax.config.env_spec.env_spec`); a value the env refuses
     (the memory limits) raises a ConfigError naming its config key and the file it came
-    from."""
+    from, as loading the config reports a value the spec refuses
+    (:func:`~ppage_jax.config.validation.spec_refusal`)."""
     if not isinstance(config, Config):
         config = load_config(config, overrides)
     elif overrides:
@@ -29,5 +31,4 @@ def make(
     try:
         return GridWorld(env_spec(config))
     except SpecError as err:
-        key = config_key(err.field)
-        raise ConfigError(config.source_of(key), key, config.get(key), err.allowed) from None
+        raise spec_refusal(err, config.data, config.sources) from None

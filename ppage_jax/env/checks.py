@@ -1,6 +1,7 @@
 """The rules a :class:`~ppage_jax.env.GridWorld` holds its spec and its inputs to, and their
-checks: the construction checks (the memory limits, the reward terms of a spec: SpecError) and
-the input guards of ``reset_to`` and ``step``, concrete (ValueError / TypeError) and traced
+checks: the construction checks (the memory limits: SpecError; a spec's reward terms are
+checked by :func:`~ppage_jax.rewards.compose.checked_entries`) and the input guards of
+``reset_to`` and ``step``, concrete (ValueError / TypeError) and traced
 (``jax.experimental.checkify``, for ``checked_reset_to`` and ``checked_step``)."""
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import numpy as np
 from jax.core import Tracer
 from jax.experimental import checkify
 
-from ppage_jax.config import FLOAT32_MAX, float32_number, short_repr
-from ppage_jax.config.env_spec import EnvSpec, SpecError
-from ppage_jax.rewards.compose import TermEntry
-from ppage_jax.rewards.registry import APPLIES_TO, Choice, get_term
+from ppage_jax.config import FLOAT32_MAX, short_repr
+from ppage_jax.config.env_spec import SpecError
 from ppage_jax.state import Layout, State
 
 # A spec whose single-environment state, or observation of all agents, would take more
@@ -60,37 +59,6 @@ def check_memory(field: str, value: Any, needed: int, what: str, instead: str) -
             f"{what} would take {needed / 2**20:.1f} MiB per environment, above "
             f"the limit of {MEMORY_LIMIT_BYTES // 2**20} MiB; use {instead}",
         )
-
-
-def term_entries(spec: EnvSpec) -> list[TermEntry]:
-    """The composer's entries of ``spec.rewards`` (registered terms, their params checked
-    and completed with the declared defaults); a bad one raises SpecError."""
-    entries = []
-    for i, term in enumerate(spec.rewards):
-        where = f"rewards[{i}]"
-        try:
-            declared = get_term(term.name)
-        except KeyError as err:
-            raise SpecError(f"{where}.name", term.name, err.args[0]) from None
-        if term.name in (e.name for e in entries):
-            raise SpecError(f"{where}.name", term.name, "is listed twice; give each term once")
-        if term.applies_to is not None and term.applies_to not in APPLIES_TO:
-            raise SpecError(f"{where}.applies_to", term.applies_to, f"must be one of {APPLIES_TO}")
-        params = declared.defaults()
-        for key, value in term.params:
-            kind = declared.params.get(key)
-            if key not in declared.params:
-                allowed = f"unknown param of {term.name!r}; its params: {sorted(declared.params)}"
-            elif isinstance(kind, Choice):
-                allowed = "" if value in kind.options else f"must be one of {list(kind.options)}"
-            else:
-                allowed = "" if float32_number(value) else "must be a number finite in float32"
-            if allowed:
-                raise SpecError(f"{where}.params.{key}", value, allowed)
-            params[key] = value
-        applies_to = term.applies_to or declared.applies_to
-        entries.append(TermEntry(declared.name, term.weight, params, applies_to))
-    return entries
 
 
 # ----------------------------------------------------------------- numbers

@@ -33,7 +33,6 @@ from ppage_jax.env.checks import (
     layout_arrays,
     rows_or_noop,
     state_bytes,
-    term_entries,
 )
 from ppage_jax.env.layout import LayoutGenerator
 from ppage_jax.observations import (
@@ -42,7 +41,7 @@ from ppage_jax.observations import (
     global_state_size,
     make_observation,
 )
-from ppage_jax.rewards.compose import RewardComposer
+from ppage_jax.rewards.compose import RewardComposer, checked_entries
 from ppage_jax.rewards.registry import Choice
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State, Structure
 from ppage_jax.types import Actions, Flag, GlobalState, Info, Key, Observations, Rewards
@@ -120,7 +119,7 @@ class GridWorld:
         self.action_type = spec.action_type
         self.action_table = action_table(self.action_type)
         self.noop_action = noop_action(self.action_type)
-        self.composer = RewardComposer(term_entries(spec), self.layout)
+        self.composer = RewardComposer(checked_entries(spec.rewards), self.layout)
         try:
             self.observation: ObservationBuilder = make_observation(
                 spec.observation_type, self.layout, spec.observation_kwargs, spec.per_agent_kwargs

@@ -15,9 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.config import FLOAT32_MAX, float32_number, register_validator
+from ppage_jax.config import (
+    FLOAT32_RULE,
+    float32_number,
+    register_spec_check,
+    register_validator,
+)
+from ppage_jax.config.env_spec import RewardTerm, SpecError, section_terms
 from ppage_jax.rewards.registry import (
-    APPLIES_TO,
     CaptureEvents,
     Choice,
     PotentialContext,
@@ -25,12 +30,10 @@ from ppage_jax.rewards.registry import (
     TermSpec,
     get_term,
     known_terms_help,
-    reward_terms,
 )
 from ppage_jax.state import Layout, RewardParams, State
 
 SHAPING_KEYS = ("name", "weight", "params", "applies_to")
-FINITE = f"must be a finite number in float32 range (|x| <= {FLOAT32_MAX:.4g})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,31 +47,49 @@ class TermEntry:
 
 
 def term_entries(rewards: Mapping[str, Any]) -> list[TermEntry]:
-    """The configured terms in order: ``base`` (if enabled), then the ``shaping`` list."""
-    raw = []
-    if rewards["base"]["enabled"]:
-        raw.append(
-            {
-                "name": "base",
-                "weight": rewards["base"]["weight"],
-                "params": rewards["base"]["params"],
-            }
-        )
-    raw.extend(rewards["shaping"] or [])
-    entries = []
-    for item in raw:
-        spec = get_term(item["name"])
-        params = spec.defaults()
-        params.update(item.get("params") or {})
-        entries.append(
-            TermEntry(
-                spec.name,
-                float(item.get("weight", 1.0)),
-                params,
-                item.get("applies_to") or spec.applies_to,
-            )
-        )
+    """The configured terms of a validated ``rewards`` config section in order: ``base`` (if
+    enabled), then the ``shaping`` list."""
+    return checked_entries(section_terms(rewards))
+
+
+def checked_entries(terms: Sequence[RewardTerm]) -> list[TermEntry]:
+    """The composer's entries of reward terms in order (an EnvSpec's ``rewards``), each
+    checked and its params completed with the declared defaults: a registered term, listed
+    once, with the term's params (a Choice one of its options, else a number finite in
+    float32). A bad one raises SpecError at ``rewards[i]``."""
+    entries: list[TermEntry] = []
+    for i, term in enumerate(terms):
+        where = f"rewards[{i}]"
+        try:
+            declared = get_term(term.name)
+        except KeyError:
+            raise SpecError(
+                f"{where}.name", term.name, f"unknown reward term; {known_terms_help()}"
+            ) from None
+        if term.name in (e.name for e in entries):
+            raise SpecError(f"{where}.name", term.name, "is listed twice; give each term once")
+        params = declared.defaults()
+        for key, value in term.params:
+            kind = declared.params.get(key)
+            if key not in declared.params:
+                allowed = (
+                    f"unknown param of reward term {term.name!r}; its params: "
+                    f"{sorted(declared.params)}"
+                )
+            elif isinstance(kind, Choice):
+                allowed = "" if value in kind.options else f"must be one of {list(kind.options)}"
+            else:
+                allowed = "" if float32_number(value) else FLOAT32_RULE
+            if allowed:
+                raise SpecError(f"{where}.params.{key}", value, allowed)
+            params[key] = value
+        applies_to = term.applies_to or declared.applies_to
+        entries.append(TermEntry(declared.name, float(term.weight), params, applies_to))
     return entries
+
+
+# A config's reward terms are checked on its EnvSpec, as a GridWorld checks them.
+register_spec_check(lambda spec: checked_entries(spec.rewards))
 
 
 def role_mask(applies_to: str, is_predator: np.ndarray) -> np.ndarray:
@@ -264,12 +285,10 @@ class RewardComposer:
 
 @register_validator
 def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
-    """Check rewards.base.params and every rewards.shaping entry against the registry."""
-    rewards = data["rewards"]
-    _check_params("base", "rewards.base.params", rewards["base"]["params"], fail)
-    shaping = rewards["shaping"] or []
-    seen = set()
-    for i, item in enumerate(shaping):
+    """Check the YAML of the rewards.shaping list: each entry a mapping with a 'name' and
+    the keys of SHAPING_KEYS, its params a mapping, and no 'base' (the terms themselves are
+    checked on the EnvSpec, by :func:`checked_entries`)."""
+    for i, item in enumerate(data["rewards"]["shaping"] or []):
         where = f"rewards.shaping[{i}]"
         if not isinstance(item, dict) or "name" not in item:
             fail(where, item, f"must be a mapping with keys {list(SHAPING_KEYS)} ('name' required)")
@@ -280,51 +299,12 @@ def validate_rewards(data: dict, fail: Callable[..., None]) -> None:
                 item[extra[0]],
                 f"unknown key; allowed keys of a shaping entry: {list(SHAPING_KEYS)}",
             )
-        name = item["name"]
-        if not isinstance(name, str):
+        if item["name"] == "base":
             fail(
                 f"{where}.name",
-                name,
-                f"must be a reward term name; known terms: {list(reward_terms())}",
-            )
-        if name == "base":
-            fail(
-                f"{where}.name",
-                name,
+                item["name"],
                 "'base' is not a shaping term: it is added once by rewards.base.enabled, and "
                 "listing it here would count the base reward twice (PPAGE issue #32)",
             )
-        if name not in reward_terms():
-            fail(f"{where}.name", name, f"unknown reward term; {known_terms_help()}")
-        if name in seen:
-            fail(f"{where}.name", name, "is listed twice; give each term once")
-        seen.add(name)
-        weight = item.get("weight", 1.0)
-        if not float32_number(weight):
-            fail(f"{where}.weight", weight, FINITE)
-        applies_to = item.get("applies_to")
-        if applies_to is not None and applies_to not in APPLIES_TO:
-            fail(f"{where}.applies_to", applies_to, f"must be one of {list(APPLIES_TO)}")
-        params = item.get("params") or {}
-        if not isinstance(params, dict):
-            fail(f"{where}.params", params, "must be a mapping of param names to values")
-        _check_params(name, f"{where}.params", params, fail)
-
-
-def _check_params(
-    name: str, where: str, params: Mapping[str, Any], fail: Callable[..., None]
-) -> None:
-    spec = get_term(name)
-    for key, value in params.items():
-        if key not in spec.params:
-            fail(
-                f"{where}.{key}",
-                value,
-                f"unknown param of reward term {name!r}; its params: {sorted(spec.params)}",
-            )
-        declared = spec.params[key]
-        if isinstance(declared, Choice):
-            if value not in declared.options:
-                fail(f"{where}.{key}", value, f"must be one of {list(declared.options)}")
-        elif not float32_number(value):
-            fail(f"{where}.{key}", value, FINITE)
+        if not isinstance(item.get("params") or {}, dict):
+            fail(f"{where}.params", item["params"], "must be a mapping of param names to values")

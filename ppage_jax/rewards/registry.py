@@ -9,12 +9,10 @@ from typing import Any
 import jax
 
 from ppage_jax.config.schema import declare_term, forget_term
-from ppage_jax.defaults import ROLES
+from ppage_jax.defaults import APPLIES_TO
 from ppage_jax.state import CaptureEvents, State
 from ppage_jax.types import pytree_dataclass, static_field
 
-# What a term's applies_to may name: one role, or every agent.
-APPLIES_TO = (*ROLES, "all")
 # Said after the known terms when a config names a term that is not registered.
 UNREGISTERED_HINT = (
     "(register it with @pj.register_reward in a module and pass --import MODULE_OR_FILE, "

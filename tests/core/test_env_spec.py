@@ -141,7 +141,7 @@ def test_digest_without_rewards_ignores_reward_numbers():
         ({"observation_type": "nope"}, "EnvSpec.observation_type = 'nope': unknown observation"),
         (
             {"rewards": [("base", float("inf"))]},
-            "EnvSpec.rewards[0].weight = inf: must be a number finite in float32",
+            "EnvSpec.rewards[0].weight = inf: must be a finite number in float32 range",
         ),
         ({"rewards": [("bonus",)]}, "EnvSpec.rewards[0].name = 'bonus': unknown reward term"),
         (
@@ -193,3 +193,46 @@ def test_make_keeps_names_paths_configs_and_overrides():
     with pytest.raises(ConfigError) as err:
         pj.make(None, {"env.size": 2000})
     assert err.value.key == "observations.type" and err.value.source == "package defaults"
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("env.size", 0, "env.size = 0: must be an integer >= 2 and <= 4096"),
+        ("agents.preys.speed", 0, "agents.preys.speed = 0: must be an integer >= 1"),
+        (
+            "env.map",
+            ["..", ".."],
+            "env.map = ['..', '..']: must be 10 strings of 10 characters (env.size)",
+        ),
+        (
+            "agents.naming.prey_prefix",
+            "predator",
+            "agents.naming.prey_prefix = 'predator': must differ from "
+            "agents.naming.predator_prefix (agent names are unique)",
+        ),
+        (
+            "rewards.shaping",
+            [{"name": "survival", "weight": 1e39}],
+            "rewards.shaping[0].weight = 1e+39: must be a finite number in float32 range",
+        ),
+    ],
+)
+def test_a_bad_env_value_reads_the_same_at_load_and_at_make(key, value, message):
+    """The env's rules live in the EnvSpec: loading a config reports its refusal at the
+    config key, as make does with a Config whose values skipped loading's checks."""
+    with pytest.raises(ConfigError) as at_load:
+        pj.load_config(None, {key: value})
+    good = pj.load_config(None)
+    data = good.to_dict()
+    section, *path = key.split(".")
+    node = data[section]
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    unchecked = pj.Config(data, {**good.sources, key: at_load.value.source})
+    with pytest.raises(ConfigError) as at_make:
+        pj.make(unchecked)
+    assert str(at_load.value) == str(at_make.value)
+    assert str(at_load.value).startswith(f"override {key}=")
+    assert message in str(at_load.value), str(at_load.value)

@@ -52,7 +52,7 @@ def make_train_config(config: Config, env=None) -> TrainConfig[Hyperparams]:
             exp["episodes"],
             exp["num_envs"],
             hp.num_steps,
-            config["env"]["termination"]["max_steps"],
+            env.spec.max_steps,
         ),
         episodes=exp["episodes"],
         roles=role_settings(config, env),
@@ -249,7 +249,10 @@ def frozen_policy(
         tc=tc,
         weights=weights,
         digest=digest,
-        same_observation=frozen_config["observations"] == config["observations"],
+        same_observation=all(
+            getattr(tc.env.spec, field) == getattr(env.spec, field)
+            for field in ("observation_type", "observation_params", "observation_per_agent")
+        ),
     )
 
 
