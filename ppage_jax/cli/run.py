@@ -378,8 +378,8 @@ def finish(
     from ppage_jax.cli.evaluate import run_evaluation
     from ppage_jax.train.run import report
     from ppage_jax.train.run.checkpoint import save_checkpoint
-    from ppage_jax.train.run.monitor import monitor_table
     from ppage_jax.train.run.policy import trained_policy
+    from ppage_jax.train.run.report import monitor_table
     from ppage_jax.viz.inspector import write_run_html
     from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
     from ppage_jax.viz.run_gif import GIF_FILE, write_run_gif

@@ -12,8 +12,8 @@ from train_testing import stall_rows, tiny_config, train_seeds
 import ppage_jax as pj
 from ppage_jax.train import make_train_config
 from ppage_jax.train.run.evaluate import evaluate, untrained_levels, untrained_pair
-from ppage_jax.train.run.monitor import Monitor, MonitorConfig, monitor_table, pool_rows, trend
-from ppage_jax.train.run.report import metric_rows
+from ppage_jax.train.run.monitor import Monitor, MonitorConfig, pool_rows, trend
+from ppage_jax.train.run.report import metric_rows, monitor_table
 from ppage_jax.train.run.runner import run_training
 
 TERMS = ("base", "predator_distance")

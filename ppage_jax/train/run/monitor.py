@@ -43,17 +43,17 @@ that is farmed within the first updates (before the first window closes) has dri
 then; measured from the untrained run the drift is still seen. With ``first_window`` the
 start is the first window's medians, what earlier releases used.
 
-A trend is Kendall's tau against the update index with ``p < alpha`` and a Theil-Sen change
-over the window of at least ``min_change`` (relative to the window's median magnitude;
-absolute for the capture rate). A condition must hold ``patience`` updates in a row.
-The first updates of a run, before a grid can have reached the step limit
-(``ceil(max_steps / num_steps)``, the warm-up), are left out of every window: the episodes
-that end in them are only the short ones, so their capture rate and episode length are
-biased (with a 200-turn limit and 32-turn rollouts, 100 % capture in seven turns on average
-at update 1), and a window that starts there sees the task "worsen" as longer episodes
-begin to finish. Flags
-become 0/1 columns ``monitor/<check>/<role>[/<term>]`` of the rows, :meth:`Monitor.summary`
-goes to summary.json and :func:`monitor_table` prints the end-of-run table. Configured by
+A trend (:mod:`ppage_jax.stats.trend`) is Kendall's tau against the update index with
+``p < alpha`` and a Theil-Sen change over the window of at least ``min_change`` (relative to
+the window's median magnitude; absolute for the capture rate). A condition must hold
+``patience`` updates in a row. The first updates of a run, before a grid can have reached
+the step limit (``ceil(max_steps / num_steps)``, the warm-up), are left out of every window:
+the episodes that end in them are only the short ones, so their capture rate and episode
+length are biased (with a 200-turn limit and 32-turn rollouts, 100 % capture in seven turns
+on average at update 1), and a window that starts there sees the task "worsen" as longer
+episodes begin to finish. Flags become 0/1 columns ``monitor/<check>/<role>[/<term>]`` of
+the rows, :meth:`Monitor.summary` goes to summary.json and
+:func:`ppage_jax.train.run.report.monitor_table` prints the end-of-run table. Configured by
 ``experiment.monitor`` (``enabled``, ``window``, ``patience``, ``alpha``, ``min_change``,
 ``share_threshold``, ``baseline``).
 """
@@ -61,7 +61,6 @@ goes to summary.json and :func:`monitor_table` prints the end-of-run table. Conf
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -72,6 +71,7 @@ from ppage_jax.config.experiment import MONITOR_BASELINES as BASELINES
 from ppage_jax.defaults import ROLES
 from ppage_jax.episodes.metrics import better_sign, metric_of
 from ppage_jax.state import NO_TRUNCATION
+from ppage_jax.stats.trend import Trend, proportion_fall_p, significant_trend
 from ppage_jax.train.run.evaluate import untrained_levels
 
 PREFIX = "monitor/"
@@ -150,55 +150,11 @@ def column(check: str, role: str, term: str | None = None) -> str:
     return PREFIX + "/".join(p for p in (check, role, term) if p)
 
 
-@dataclasses.dataclass(frozen=True)
-class Trend:
-    """A significant monotone trend: direction (+1/-1), Kendall's tau and the change over
-    the window (relative, or absolute for ABSOLUTE metrics)."""
-
-    direction: int
-    tau: float
-    change: float
-
-
 def trend(values: Sequence[float], cfg: MonitorConfig, absolute: bool = False) -> Trend | None:
-    """The significant trend of ``values`` (NaNs dropped), or None."""
+    """The significant trend of ``values`` (NaNs dropped) over a window of ``cfg``, or None
+    (:func:`ppage_jax.stats.trend.significant_trend`)."""
     y = np.asarray(values, np.float64)
-    return _trend(tuple(y.tolist()), cfg.window, cfg.alpha, cfg.min_change, absolute)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _trend(
-    values: tuple[float, ...], window: int, alpha: float, min_change: float, absolute: bool
-) -> Trend | None:
-    """:func:`trend` of a window's values, kept: the monitor's checks, the naive baselines
-    and a replay of saved curves test the same windows again and again."""
-    from scipy import stats
-
-    y = np.asarray(values, np.float64)
-    x = np.arange(y.size, dtype=np.float64)
-    keep = np.isfinite(y)
-    x, y = x[keep], y[keep]
-    if y.size < max(4, window // 2) or np.ptp(y) == 0 or not _may_trend(y, alpha):
-        return None
-    # Kendall's exact test without scipy's per-call argument handling (the same function).
-    tau: Any = getattr(stats.kendalltau, "__wrapped__", stats.kendalltau)(x, y)
-    if not (tau.pvalue < alpha):
-        return None
-    span = _theil_sen_slope(x, y) * (x[-1] - x[0])
-    scale = 1.0 if absolute else max(float(np.median(np.abs(y))), 1e-9)
-    change = span / scale
-    if abs(change) < min_change or np.sign(change) != np.sign(tau.statistic):
-        return None
-    return Trend(int(np.sign(change)), float(tau.statistic), float(change))
-
-
-def _theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """The Theil-Sen slope, the median of the pairwise slopes (``scipy.stats.theilslopes``'
-    slope, without its intercept and interval)."""
-    dx = x[None, :] - x[:, None]
-    dy = y[None, :] - y[:, None]
-    pairs = dx > 0
-    return float(np.median(dy[pairs] / dx[pairs]))
+    return significant_trend(tuple(y.tolist()), cfg.window, cfg.alpha, cfg.min_change, absolute)
 
 
 def _episodes(row: Mapping) -> float:
@@ -235,19 +191,6 @@ def pool_rows(rows: Sequence[Mapping]) -> dict:
     return block
 
 
-def _normal_sf(z: float) -> float:
-    """P(Z > z) of a standard normal."""
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def proportion_fall_p(then: float, n_then: float, now: float, n_now: float) -> float:
-    """One-sided p of a fall from the rate ``then`` (of ``n_then`` episodes) to ``now`` (of
-    ``n_now``): the pooled two-proportion z-test."""
-    pooled = (then * n_then + now * n_now) / (n_then + n_now)
-    se = math.sqrt(max(pooled * (1 - pooled), 1e-12) * (1 / n_then + 1 / n_now))
-    return _normal_sf((then - now) / se)
-
-
 def _median(values: Sequence[float]) -> float:
     finite = [v for v in values if math.isfinite(v)]
     return float(np.median(finite)) if finite else math.nan
@@ -260,30 +203,6 @@ def _moved(start: float, now: float, direction: int, min_change: float, absolute
         return False
     scale = 1.0 if absolute else max(abs(start), 1e-9)
     return direction * (now - start) / scale >= min_change
-
-
-@functools.lru_cache(maxsize=8)
-def _critical_z(alpha: float) -> float:
-    from scipy import stats
-
-    return float(stats.norm.isf(alpha / 2))
-
-
-@functools.lru_cache(maxsize=64)
-def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The index pairs (i, j), i < j, of ``n`` values."""
-    return np.triu_indices(n, 1)
-
-
-def _may_trend(y: np.ndarray, alpha: float) -> bool:
-    """A cheap necessary condition for Kendall's test: Mann-Kendall's S, normal with its
-    tie-corrected variance, within 80 % of the critical z (far looser than the exact test),
-    so the exact test runs only where it might pass."""
-    n = y.size
-    s = np.sign(y[None, :] - y[:, None])[_upper_pairs(n)].sum()
-    _, counts = np.unique(y, return_counts=True)
-    var = (n * (n - 1) * (2 * n + 5) - (counts * (counts - 1) * (2 * counts + 5)).sum()) / 18
-    return var > 0 and abs(s) / math.sqrt(var) >= 0.8 * _critical_z(alpha)
 
 
 def _describe(name: str, t: Trend | None) -> str:
@@ -653,52 +572,3 @@ def watch_run(cfg: MonitorConfig, tc: Any, params: Any, eval_seed: int) -> Monit
     if cfg.enabled and monitor.columns and cfg.baseline == "untrained":
         monitor.baseline = untrained_levels(tc, params, eval_seed)
     return monitor
-
-
-NOT_CHECKED = "not checked (run shorter than one window)"
-
-
-def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
-    """The end-of-run table: each check, its status and the first flag's detail."""
-    cfg = summary["config"]
-    lines = [
-        f"REWARD-HACKING MONITOR: trends over the last {cfg['window']} updates (Kendall "
-        f"p < {cfg['alpha']:g}, change >= {cfg['min_change']:g}, held {cfg['patience']} "
-        f"updates)"
-    ]
-    if not cfg["enabled"]:
-        return lines[0] + "\n  disabled (experiment.monitor.enabled: false)"
-    if not summary["checks"]:
-        return lines[0] + "\n  nothing to watch: no learning role is paid a shaping term"
-    # A run whose blocks never fill one window (too short, or too few episodes per block)
-    # was never checked: say so rather than "ok".
-    unchecked = summary.get("windows_checked", 1) == 0
-    by_column: dict[str, list[dict]] = {}
-    for flag in summary["flags"]:
-        by_column.setdefault(flag["column"], []).append(flag)
-    rows = []
-    for name in summary["checks"]:
-        check, role, *term = name[len(PREFIX) :].split("/")
-        label = CHECKS[check].format(threshold=cfg["share_threshold"])
-        if term:
-            label = label.replace("shaping term", term[0])
-        flags = by_column.get(name, [])
-        status = f"FLAGGED ({len(flags)}/{num_seeds} seeds)" if flags else "ok"
-        if unchecked:
-            status = NOT_CHECKED
-        first = min((f["env_steps"] for f in flags), default=None)
-        rows.append((label, role, status, "" if first is None else f"{first:,}"))
-    widths = [
-        max(len(r[i]) for r in rows + [("check", "role", "status", "first flag at")])
-        for i in range(4)
-    ]
-    header = ("check", "role", "status", "first flag at")
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    lines.append("-" * len(lines[-1]))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    for flag in summary["flags"]:
-        lines.append(
-            f"  seed {flag['seed']} {flag['role']}: {flag['detail']} "
-            f"(update {flag['update']}, {flag['env_steps']:,} env steps)"
-        )
-    return "\n".join(lines)

@@ -1,6 +1,6 @@
 """A run directory: its files (resolved config and hash, metrics.csv, checkpoint,
 summary.json, and the figures drawn from them), the writing of its data files, and the
-printed evaluation tables."""
+printed evaluation and monitor tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from ppage_jax.defaults import ROLES
 from ppage_jax.episodes.summary import comparison_groups
 from ppage_jax.stats.survival import number_text, turns_text
 from ppage_jax.train.config import TrainConfig
+from ppage_jax.train.run.monitor import CHECKS, PREFIX
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.csv"
@@ -245,3 +248,52 @@ def summary_table(evaluation: dict, cap: int) -> str:
             )
         )
     return "\n\n".join("\n".join(b) for b in blocks)
+
+
+NOT_CHECKED = "not checked (run shorter than one window)"
+
+
+def monitor_table(summary: Mapping[str, Any], num_seeds: int) -> str:
+    """The end-of-run table: each check, its status and the first flag's detail."""
+    cfg = summary["config"]
+    lines = [
+        f"REWARD-HACKING MONITOR: trends over the last {cfg['window']} updates (Kendall "
+        f"p < {cfg['alpha']:g}, change >= {cfg['min_change']:g}, held {cfg['patience']} "
+        f"updates)"
+    ]
+    if not cfg["enabled"]:
+        return lines[0] + "\n  disabled (experiment.monitor.enabled: false)"
+    if not summary["checks"]:
+        return lines[0] + "\n  nothing to watch: no learning role is paid a shaping term"
+    # A run whose blocks never fill one window (too short, or too few episodes per block)
+    # was never checked: say so rather than "ok".
+    unchecked = summary.get("windows_checked", 1) == 0
+    by_column: dict[str, list[dict]] = {}
+    for flag in summary["flags"]:
+        by_column.setdefault(flag["column"], []).append(flag)
+    rows = []
+    for name in summary["checks"]:
+        check, role, *term = name[len(PREFIX) :].split("/")
+        label = CHECKS[check].format(threshold=cfg["share_threshold"])
+        if term:
+            label = label.replace("shaping term", term[0])
+        flags = by_column.get(name, [])
+        status = f"FLAGGED ({len(flags)}/{num_seeds} seeds)" if flags else "ok"
+        if unchecked:
+            status = NOT_CHECKED
+        first = min((f["env_steps"] for f in flags), default=None)
+        rows.append((label, role, status, "" if first is None else f"{first:,}"))
+    widths = [
+        max(len(r[i]) for r in rows + [("check", "role", "status", "first flag at")])
+        for i in range(4)
+    ]
+    header = ("check", "role", "status", "first flag at")
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    lines.append("-" * len(lines[-1]))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    for flag in summary["flags"]:
+        lines.append(
+            f"  seed {flag['seed']} {flag['role']}: {flag['detail']} "
+            f"(update {flag['update']}, {flag['env_steps']:,} env steps)"
+        )
+    return "\n".join(lines)
