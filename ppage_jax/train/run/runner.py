@@ -154,6 +154,157 @@ def _check_everywhere(
         raise DivergenceError(done + size, name, "a parameter on another process", "not finite", -1)
 
 
+@dataclasses.dataclass
+class _Start:
+    """Where a run starts: the runner states (this process's seeds), the updates done, the
+    metrics rows restored and the chunk size (a restored run keeps its own)."""
+
+    runner: Any
+    done: int
+    finished: bool
+    size: int
+    rows: list[dict]
+    mine: slice  # this process's seeds
+    multi: bool
+    batch: bool
+
+
+def _start(
+    tc: TrainConfig,
+    params: EnvParams,
+    seed: int,
+    num_seeds: int,
+    target_chunks: int,
+    checkpoints: TrainingCheckpoints | None,
+    curriculum: Curriculum | None,
+    batch_seeds: bool | None,
+) -> _Start:
+    """The fresh runner states of the seeds, or the newest training checkpoint's."""
+    multi = jax.process_count() > 1  # this process trains seeds[mine]
+    if multi:
+        check_divisible(num_seeds, make_mesh(), "experiment.num_seeds")
+    mine = process_rows(num_seeds, make_mesh()) if multi else slice(0, num_seeds)
+    batch = _batch_seeds(batch_seeds, num_seeds, multi)
+    runner = _init_seeds(
+        seed_keys(seed, num_seeds)[mine],
+        tc,
+        apply_curriculum(curriculum, params, jnp.int32(0))[0],
+        batch=batch,
+    )
+    start = _Start(
+        runner, 0, False, chunk_size(tc.num_updates, target_chunks), [], mine, multi, batch
+    )
+    restored = None
+    if checkpoints is not None:
+        restored = checkpoints.restore(gather_rows(runner) if multi else runner)
+    if restored is None:
+        return start
+    if multi:
+        restored.runner = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)[mine]), restored.runner)
+    start.runner, start.done = restored.runner, restored.updates
+    start.finished, start.size = restored.finished, restored.chunk_size
+    start.rows.append(restored.metrics)
+    return start
+
+
+@dataclasses.dataclass
+class _ChunkLoop:
+    """The loop over compiled chunks: read a chunk's metrics, check them, dispatch the next
+    chunk, then the host work (``on_chunk``, the checkpoint) while the device computes.
+
+    should_stop is asked as often and in the same order with or without prefetch: for the
+    chunk's checkpoint, then whether to go on."""
+
+    tc: TrainConfig
+    params: EnvParams
+    curriculum: Curriculum | None
+    compiled: Callable
+    run: _Start
+    check: DivergenceCheck | None
+    checkpoints: TrainingCheckpoints | None
+    stop: Callable[[], bool]
+    on_chunk: Callable[[dict, int, Any], None] | None
+    prefetch: bool
+    # the loop's time outside the wait for a chunk's metrics and the next chunk's dispatch
+    host_seconds: float = 0.0
+    chunks: int = 0
+    stopped: bool = False
+
+    def checkpoint_due(self) -> bool:
+        run = self.run
+        return self.checkpoints is not None and (
+            run.finished or self.stop() or self.checkpoints.due(run.done - run.size, run.done)
+        )
+
+    def dispatch_next(self) -> tuple[bool, Any]:
+        """Whether to go on and, if so, the next chunk dispatched from this chunk's runner
+        (kept, not donated, for on_chunk and the checkpoint)."""
+        if self.run.finished or self.stop():
+            return False, None
+        dispatch = time.perf_counter()
+        following = self.compiled(self.run.runner, self.tc, self.params, self.curriculum)
+        self.host_seconds -= time.perf_counter() - dispatch  # may run the chunk (a CPU does)
+        return True, following
+
+    def go(self) -> None:
+        """Run chunks until the end, a stop request or a divergence."""
+        # pending: (runner, metrics) of the chunk dispatched (JAX runs it asynchronously)
+        # and not read yet; a diverged chunk is never followed by another
+        if self.run.finished:
+            return
+        if self.stop():
+            self.stopped = True
+            return
+        pending = self.compiled(self.run.runner, self.tc, self.params, self.curriculum)
+        self.chunks = 1
+        fault("chunk:1")  # testing hook: killed while a chunk runs
+        while pending is not None:
+            pending = self.step(*pending)
+
+    def step(self, following: Any, metrics: dict) -> Any:
+        """Take one chunk's results; return the next chunk dispatched, or None at the end."""
+        run, checkpoints = self.run, self.checkpoints
+        metrics = gather_rows(metrics) if run.multi else jax.device_get(metrics)
+        host_start = time.perf_counter()
+        if self.check is not None:
+            try:
+                _check_everywhere(
+                    self.check, metrics, run.done, following, run.mine, self.tc.algorithm
+                )
+            except DivergenceError as err:
+                err.metrics = _concat(run.rows + [metrics])
+                err.checkpoint = checkpoints.last_update if checkpoints is not None else None
+                raise
+        run.runner = following
+        run.rows.append(metrics)
+        run.done += run.size
+        run.finished = run.done >= self.tc.num_updates or (
+            self.tc.episodes is not None and not np.asarray(metrics["active"]).any()
+        )
+        pending = None
+        if self.prefetch:
+            save = self.checkpoint_due()
+            go_on, pending = self.dispatch_next()
+        if self.on_chunk is not None:
+            self.on_chunk(metrics, run.done * self.tc.env_steps_per_update, run.runner)
+        if not self.prefetch:
+            save = self.checkpoint_due()
+        if save and checkpoints is not None:
+            whole = gather_rows(run.runner) if run.multi else run.runner
+            checkpoints.save(run.done, whole, _concat(run.rows), run.finished, run.size)
+            del whole  # not kept alive beside the next chunks' runners
+            fault(f"between:{checkpoints.saved}")  # testing hook: killed between chunks
+        if not self.prefetch:
+            go_on, pending = self.dispatch_next()
+        if go_on:
+            self.chunks += 1
+            fault(f"chunk:{self.chunks}")  # testing hook: killed while a chunk runs
+        else:
+            self.stopped = not run.finished
+        self.host_seconds += time.perf_counter() - host_start
+        return pending
+
+
 def run_training(
     tc: TrainConfig,
     params: EnvParams,
@@ -190,127 +341,36 @@ def run_training(
     """
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
-    multi = jax.process_count() > 1  # this process trains seeds[mine]
-    if multi:
-        check_divisible(num_seeds, make_mesh(), "experiment.num_seeds")
-    mine = process_rows(num_seeds, make_mesh()) if multi else slice(0, num_seeds)
-    batch = _batch_seeds(batch_seeds, num_seeds, multi)
-    runner = _init_seeds(
-        seed_keys(seed, num_seeds)[mine],
-        tc,
-        apply_curriculum(curriculum, params, jnp.int32(0))[0],
-        batch=batch,
-    )
-    size = chunk_size(tc.num_updates, target_chunks)
-    done, finished, rows = 0, False, []
-    restored = None
-    if checkpoints is not None:
-        restored = checkpoints.restore(gather_rows(runner) if multi else runner)
-    if restored is not None and multi:
-        restored.runner = jax.tree.map(lambda x: jnp.asarray(np.asarray(x)[mine]), restored.runner)
-    if restored is not None:
-        runner, done, finished, size = (
-            restored.runner,
-            restored.updates,
-            restored.finished,
-            restored.chunk_size,
-        )
-        rows.append(restored.metrics)
-    restored = None  # the runner restored is not kept alive beside its successors
-    resumed_from = done
+    run = _start(tc, params, seed, num_seeds, target_chunks, checkpoints, curriculum, batch_seeds)
+    resumed_from = run.done
     check = DivergenceCheck(tc, module.policy_state) if check_divergence else None
-    if check is not None and rows:
-        check.prime(rows[0])
+    if check is not None and run.rows:
+        check.prime(run.rows[0])
     asked = (lambda: False) if should_stop is None else should_stop
-    stop = (lambda: distributed.any_process(asked())) if multi else asked  # all or none
+    stop = (lambda: distributed.any_process(asked())) if run.multi else asked  # all or none
 
     compile_seconds = 0.0
-    stopped = False
-    if not finished:
-        lowered = _chunk_seeds.lower(runner, tc, params, curriculum, size=size, batch=batch)
+    compiled: Callable = _chunk_seeds
+    if not run.finished:
+        lowered = _chunk_seeds.lower(
+            run.runner, tc, params, curriculum, size=run.size, batch=run.batch
+        )
         fault_soon("compile")  # testing hook: killed while XLA compiles
         compiled = lowered.compile()
         if check is not None:
-            check.compile(runner)
+            check.compile(run.runner)
         compile_seconds = time.perf_counter() - start
 
-    # the loop's time outside the wait for a chunk's metrics and the next chunk's dispatch
-    host_seconds = 0.0
-
-    def checkpoint_due() -> bool:
-        return checkpoints is not None and (
-            finished or stop() or checkpoints.due(done - size, done)
-        )
-
-    def dispatch_next() -> tuple[bool, Any]:
-        """Whether to go on and, if so, the next chunk dispatched from this chunk's runner
-        (kept, not donated, for on_chunk and the checkpoint)."""
-        nonlocal host_seconds
-        go_on = not finished and not stop()
-        if not go_on:
-            return False, None
-        dispatch = time.perf_counter()
-        following = compiled(runner, tc, params, curriculum)
-        host_seconds -= time.perf_counter() - dispatch  # may run the chunk (a CPU does)
-        return True, following
-
-    # pending: (runner, metrics) of the chunk dispatched (JAX runs it asynchronously) and not
-    # read yet. With prefetch the next chunk is dispatched as soon as this one's metrics are
-    # read and checked (so a diverged chunk is never followed by another), and on_chunk and
-    # the checkpoint run while the device computes it. should_stop is asked as often and in
-    # the same order either way: for the chunk's checkpoint, then whether to go on.
-    chunks = 0
-    pending = None
-    if not finished:
-        if stop():
-            stopped = True
-        else:
-            pending = compiled(runner, tc, params, curriculum)
-            chunks = 1
-            fault("chunk:1")  # testing hook: killed while a chunk runs
-    while pending is not None:
-        following, metrics = pending
-        pending = None
-        metrics = gather_rows(metrics) if multi else jax.device_get(metrics)
-        host_start = time.perf_counter()
-        if check is not None:
-            try:
-                _check_everywhere(check, metrics, done, following, mine, tc.algorithm)
-            except DivergenceError as err:
-                err.metrics = _concat(rows + [metrics])
-                err.checkpoint = checkpoints.last_update if checkpoints is not None else None
-                raise
-        runner = following
-        rows.append(metrics)
-        done += size
-        finished = done >= tc.num_updates or (
-            tc.episodes is not None and not np.asarray(metrics["active"]).any()
-        )
-        if prefetch:
-            save = checkpoint_due()
-            go_on, pending = dispatch_next()
-        if on_chunk is not None:
-            on_chunk(metrics, done * tc.env_steps_per_update, runner)
-        if not prefetch:
-            save = checkpoint_due()
-        if save and checkpoints is not None:
-            whole = gather_rows(runner) if multi else runner
-            checkpoints.save(done, whole, _concat(rows), finished, size)
-            del whole  # not kept alive beside the next chunks' runners
-            fault(f"between:{checkpoints.saved}")  # testing hook: killed between chunks
-        if not prefetch:
-            go_on, pending = dispatch_next()
-        if go_on:
-            chunks += 1
-            fault(f"chunk:{chunks}")  # testing hook: killed while a chunk runs
-        else:
-            stopped = not finished
-        host_seconds += time.perf_counter() - host_start
+    loop = _ChunkLoop(
+        tc, params, curriculum, compiled, run, check, checkpoints, stop, on_chunk, prefetch
+    )
+    loop.go()
+    runner = run.runner
     jax.block_until_ready(runner)
-    if multi:
+    if run.multi:
         runner = gather_rows(runner)
     seconds = time.perf_counter() - start
-    metrics = _concat(rows) if rows else {}
+    metrics = _concat(run.rows) if run.rows else {}
     steps = int(np.asarray(jax.device_get(runner.progress.env_steps)).max())
     policies = module.policy_state(runner)  # leaves keep the leading seed axis
     return TrainResult(
@@ -320,9 +380,9 @@ def run_training(
         seconds,
         compile_seconds,
         steps,
-        updates=done,
+        updates=run.done,
         resumed_from=resumed_from,
-        stopped=stopped,
+        stopped=loop.stopped,
         checkpoint=checkpoints.last_update if checkpoints is not None else None,
-        host_seconds=host_seconds,
+        host_seconds=loop.host_seconds,
     )
