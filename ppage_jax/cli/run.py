@@ -184,8 +184,6 @@ def train_and_report(
 ) -> int:
     """Train (or resume) the run in ``run_dir``, evaluate it and write its artifacts."""
     import jax
-    import numpy as np
-    from tqdm import tqdm
 
     from ppage_jax.tracking.training import TrainingRecorder
     from ppage_jax.train import make_train_config
@@ -197,7 +195,7 @@ def train_and_report(
 
     lead = distributed.is_writer()
     tc = make_train_config(config)
-    env, exp = tc.env, config["experiment"]
+    exp = config["experiment"]
     if jax.process_count() > 1 and exp["num_seeds"] % jax.device_count():  # seeds are split
         print(
             f"ppage-jax run: with {jax.process_count()} processes, experiment.num_seeds must "
@@ -206,7 +204,7 @@ def train_and_report(
         )
         return EXIT_BAD_INPUT
     say = print if lead else (lambda *_, **__: None)
-    params = env.default_params
+    params = tc.env.default_params
     resume_command = f"ppage-jax run --resume {run_dir}{import_flags(args.imports)}"
     checkpoints = TrainingCheckpoints(
         run_dir / report.TRAINING_CHECKPOINTS, tc, exp["checkpoint_every"]
@@ -227,12 +225,7 @@ def train_and_report(
     elif lead:
         report.write_config(run_dir, config)
     restored_steps = (latest["updates"] if latest else 0) * tc.env_steps_per_update
-    say(
-        f"config {config.path} (hash {tc.config_hash}): {env.num_agents} agents "
-        f"{list(env.agent_names)}, {env.layout.size}x{env.layout.size}, "
-        f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
-        f"({env.observation_size}), terms {list(env.reward_terms)}"
-    )
+    say(describe_run(config, tc))
     # the loggers and the monitor's start (its untrained run) before training is announced:
     # from that line on, Ctrl-C stops after the current chunk
     starting = (
@@ -249,50 +242,16 @@ def train_and_report(
         f"{tc.steps_per_update} turns on {jax.devices()[0].platform} -> {run_dir}"
     )
 
-    total = tc.num_updates * tc.env_steps_per_update * exp["num_seeds"]
-    done_before = restored_steps * exp["num_seeds"]
-    bar = tqdm(
-        total=total,
-        unit="step",
-        unit_scale=True,
-        disable=args.no_progress or not lead,
-        desc="compiling",
-        dynamic_ncols=True,
-        initial=done_before,
-        bar_format=BAR_FORMAT,  # one throughput figure: on_chunk's, compile excluded
-    )
-    last = {"steps": done_before, "start": None, "start_steps": done_before}
-
-    def on_chunk(metrics: dict, env_steps: int, runner) -> None:
-        for flag in recorder.add_chunk(metrics, env_steps):
-            if lead:
-                tqdm.write(flag.message)
-        done = env_steps * exp["num_seeds"]
-        now = time.perf_counter()
-        if last["start"] is None:  # the first chunk includes the compile: time from here
-            bar.set_description(tc.algorithm)
-            last["start"], last["start_steps"] = now, done
-        bar.update(done - last["steps"])
-        last["steps"] = done
-        elapsed = now - last["start"]
-        rate = (done - last["start_steps"]) / elapsed if elapsed > 0 else float("nan")
-        active = np.asarray(metrics["active"])
-        capture = np.asarray(metrics["capture_rate"])[active]
-        length = np.asarray(metrics["episode_length"])[active]
-        parts = [f"{rate:,.0f} env-steps/s"] if np.isfinite(rate) else []
-        if np.isfinite(capture).any():  # a chunk with finished episodes
-            parts += [f"capture {np.nanmean(capture):.2f}", f"ep len {np.nanmean(length):.1f}"]
-        bar.set_postfix_str(", ".join(parts))
-
+    bar = TrainingBar(tc, recorder, exp["num_seeds"], restored_steps, lead, args.no_progress)
     with StopRequest("stopping after the current chunk (Ctrl-C again to quit at once)") as stop:
         try:
-            with refreshing(bar):  # the elapsed time moves while a compile or a chunk runs
+            with refreshing(bar.bar):  # the elapsed time moves while a compile or a chunk runs
                 result = run_training(
                     tc,
                     params,
                     exp["seed"],
                     exp["num_seeds"],
-                    on_chunk,
+                    bar.on_chunk,
                     curriculum=config_curriculum(config),
                     checkpoints=checkpoints,
                     should_stop=stop,
@@ -322,6 +281,70 @@ def train_and_report(
             recorder.close()
             return EXIT_INTERRUPTED
         return finish(args, config, tc, run_dir, result, recorder, stop, resume_command)
+
+
+class TrainingBar:
+    """The training progress bar and its ``on_chunk``: env steps over every seed, one
+    throughput figure (since the first chunk, so the compile is left out), the chunk's
+    capture rate and episode length, and the monitor's flags written above the bar."""
+
+    def __init__(
+        self, tc, recorder, num_seeds: int, restored_steps: int, lead: bool, quiet: bool
+    ) -> None:
+        from tqdm import tqdm
+
+        self.tc, self.recorder, self.num_seeds, self.lead = tc, recorder, num_seeds, lead
+        done_before = restored_steps * num_seeds
+        self.bar = tqdm(
+            total=tc.num_updates * tc.env_steps_per_update * num_seeds,
+            unit="step",
+            unit_scale=True,
+            disable=quiet or not lead,
+            desc="compiling",
+            dynamic_ncols=True,
+            initial=done_before,
+            bar_format=BAR_FORMAT,  # one throughput figure: on_chunk's, compile excluded
+        )
+        self.steps, self.start_steps = done_before, done_before
+        self.start: float | None = None
+
+    def on_chunk(self, metrics: dict, env_steps: int, runner) -> None:
+        import numpy as np
+        from tqdm import tqdm
+
+        for flag in self.recorder.add_chunk(metrics, env_steps):
+            if self.lead:
+                tqdm.write(flag.message)
+        done = env_steps * self.num_seeds
+        now = time.perf_counter()
+        if self.start is None:  # the first chunk includes the compile: time from here
+            self.bar.set_description(self.tc.algorithm)
+            self.start, self.start_steps = now, done
+        self.bar.update(done - self.steps)
+        self.steps = done
+        elapsed = now - self.start
+        rate = (done - self.start_steps) / elapsed if elapsed > 0 else float("nan")
+        active = np.asarray(metrics["active"])
+        capture = np.asarray(metrics["capture_rate"])[active]
+        length = np.asarray(metrics["episode_length"])[active]
+        parts = [f"{rate:,.0f} env-steps/s"] if np.isfinite(rate) else []
+        if np.isfinite(capture).any():  # a chunk with finished episodes
+            parts += [f"capture {np.nanmean(capture):.2f}", f"ep len {np.nanmean(length):.1f}"]
+        self.bar.set_postfix_str(", ".join(parts))
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def describe_run(config: Config, tc) -> str:
+    """The line that names what the run trains on: config, agents, grid, observation, terms."""
+    env = tc.env
+    return (
+        f"config {config.path} (hash {tc.config_hash}): {env.num_agents} agents "
+        f"{list(env.agent_names)}, {env.layout.size}x{env.layout.size}, "
+        f"{env.layout.num_obstacles} obstacles, observation {env.observation.name} "
+        f"({env.observation_size}), terms {list(env.reward_terms)}"
+    )
 
 
 def diverged(err: DivergenceError, tc, run_dir: Path, recorder, resume_command: str) -> int:
@@ -372,8 +395,6 @@ def finish(
     resume_command: str,
 ) -> int:
     """Evaluate the trained policy and write the run's artifacts (summary.json last)."""
-    import jax
-    import numpy as np
 
     from ppage_jax.cli.evaluate import run_evaluation
     from ppage_jax.train.run import report
@@ -434,34 +455,9 @@ def finish(
         write_run_html(run_dir, tc.env, policy, params, seed=ev["seed"], label=label)
     if interrupted():
         return EXIT_INTERRUPTED
-    report.write_summary(
-        run_dir,
-        {
-            "version": VERSION,
-            "config_hash": tc.config_hash,
-            "algorithm": tc.algorithm,
-            "roles": dict(zip(("predators", "preys"), tc.roles, strict=True)),
-            "num_seeds": exp["num_seeds"],
-            "num_envs": tc.num_envs,
-            "num_updates_run": int(np.asarray(result.metrics["active"]).shape[1]),
-            "env_steps_per_seed": result.env_steps,
-            "train_seconds": result.seconds,
-            "compile_seconds": result.compile_seconds,
-            "compile_seconds_by_program": args.compile_times.by_program(),
-            "resumed_from_update": result.resumed_from,
-            "env_steps_per_second": steps_per_second,  # end to end: compile included
-            "train_seconds_excluding_compile": running,
-            "env_steps_per_second_excluding_compile": steps_after_compile,
-            # host work between chunks (metrics, monitor, bar, checkpoints, divergence
-            # checks), whether or not it overlapped the next chunk
-            "host_seconds": result.host_seconds,
-            "host_share": result.host_seconds / running,
-            "device": str(jax.devices()[0]),
-            "final_training": report.last_active_rows(rows),
-            "evaluation": evaluation,
-            "monitor": recorder.monitor.summary(),
-        },
-    )
+    summary = run_summary(config, tc, result, rows, evaluation, recorder)
+    summary["compile_seconds_by_program"] = args.compile_times.by_program()
+    report.write_summary(run_dir, summary)
     recorder.finish(evaluation, run_dir / GIF_FILE)
     print("\n" + monitor_table(recorder.monitor.summary(), exp["num_seeds"]))
     spent = recorder.seconds()
@@ -472,18 +468,62 @@ def finish(
         f"{result.seconds:.1f} s of training)"
     )
     print(f"\nrun directory: {run_dir}")
-    if args.strict and not exp["monitor"]["enabled"]:
+    if args.strict:
+        return strict_verdict(exp["monitor"], recorder.monitor)
+    return 0
+
+
+def run_summary(config: Config, tc, result, rows: list[dict], evaluation: dict, recorder) -> dict:
+    """summary.json's fields (``compile_seconds_by_program`` is added by the caller)."""
+    import jax
+    import numpy as np
+
+    from ppage_jax.train.run import report
+
+    exp = config["experiment"]
+    running = max(result.seconds - result.compile_seconds, 1e-9)
+    return {
+        "version": VERSION,
+        "config_hash": tc.config_hash,
+        "algorithm": tc.algorithm,
+        "roles": dict(zip(("predators", "preys"), tc.roles, strict=True)),
+        "num_seeds": exp["num_seeds"],
+        "num_envs": tc.num_envs,
+        "num_updates_run": int(np.asarray(result.metrics["active"]).shape[1]),
+        "env_steps_per_seed": result.env_steps,
+        "train_seconds": result.seconds,
+        "compile_seconds": result.compile_seconds,
+        "resumed_from_update": result.resumed_from,
+        # end to end: compile included
+        "env_steps_per_second": result.env_steps * exp["num_seeds"] / result.seconds,
+        "train_seconds_excluding_compile": running,
+        "env_steps_per_second_excluding_compile": result.env_steps * exp["num_seeds"] / running,
+        # host work between chunks (metrics, monitor, bar, checkpoints, divergence checks),
+        # whether or not it overlapped the next chunk
+        "host_seconds": result.host_seconds,
+        "host_share": result.host_seconds / running,
+        "device": str(jax.devices()[0]),
+        "final_training": report.last_active_rows(rows),
+        "evaluation": evaluation,
+        "monitor": recorder.monitor.summary(),
+    }
+
+
+def strict_verdict(monitor_config: dict, monitor) -> int:
+    """``--strict``'s exit status: 3 when the reward-hacking monitor flagged the run, else
+    0, saying so when nothing was checked."""
+    if not monitor_config["enabled"]:
         print(
             "--strict: nothing was checked, the reward-hacking monitor is disabled "
             "(experiment.monitor.enabled: false)"
         )
-    if args.strict and exp["monitor"]["enabled"] and not recorder.monitor.windows_checked:
+    elif not monitor.windows_checked:
         print(
             "--strict: nothing was checked, the run is shorter than one monitor window "
-            f"({exp['monitor']['window']} blocks of >= {exp['monitor']['min_episodes']} "
+            f"({monitor_config['window']} blocks of >= {monitor_config['min_episodes']} "
             "episodes after the warm-up)"
         )
-    if args.strict and recorder.monitor.flags:
+    if monitor.flags:
         print("--strict: the reward-hacking monitor flagged this run (exit status 3)")
         return 3
     return 0
