@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "ppage_jax"
 MAX_TOP_LEVEL_MODULES = 14
 MAX_MODULES_PER_FOLDER = 15
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 120
 
 
 def _modules() -> dict[str, Path]:
@@ -250,6 +252,24 @@ def test_size_limits():
         if (n := len(list(folder.glob("*.py")))) > MAX_MODULES_PER_FOLDER
     }
     assert crowded == {}
+
+
+def test_no_long_module_or_function():
+    """A module holds at most MAX_MODULE_LINES lines and a function at most
+    MAX_FUNCTION_LINES: past that a piece has more than one job."""
+    long_modules, long_functions = {}, {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text()
+        name = str(path.relative_to(ROOT))
+        if (lines := len(source.splitlines())) > MAX_MODULE_LINES:
+            long_modules[name] = lines
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > MAX_FUNCTION_LINES:
+                    long_functions[f"{name}:{node.name}"] = size
+    assert long_modules == {}
+    assert long_functions == {}
 
 
 def test_readme_layout_block_matches_the_tree():
