@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-# builder name -> (its mirror, its params' defaults), filled by @_mirror
+# builder name -> (its mirror, its params' defaults), filled by @mirror
 _MIRRORS: dict[str, tuple[Callable[..., list], dict[str, Any]]] = {}
 
 
-def _mirror(name: str, **defaults: Any):
+def mirror(name: str, **defaults: Any):
     """Declare ``fn(i, p, positions, obstacles, captured, names, slots, size, speeds, radii)``
     (agent ``i``'s features) the mirror of builder ``name``, whose params default to
     ``defaults``."""
@@ -102,7 +102,7 @@ def reference_observation(
     return np.asarray(rows, dtype=np.float32)
 
 
-@_mirror("default")
+@mirror("default")
 def _default(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     x, y = positions[i]
     out = [x, y, float(captured[i])]
@@ -115,12 +115,12 @@ def _default(i, p, positions, obstacles, captured, names, slots, size, speeds, r
     return out
 
 
-@_mirror("local_only")
+@mirror("local_only")
 def _local_only(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     return [positions[i][0], positions[i][1], float(captured[i])]
 
 
-@_mirror("local_radius", radius=3, include_agents=True, include_obstacles=True)
+@mirror("local_radius", radius=3, include_agents=True, include_obstacles=True)
 def _local_radius(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     x, y = positions[i]
     r = radii[i]
@@ -167,12 +167,12 @@ def _entity(i, p, positions, obstacles, captured, names, slots, size, speeds, ra
     return out
 
 
-@_mirror("absolute", include_agents=True, include_obstacles=True, distance_type="euclidean")
+@mirror("absolute", include_agents=True, include_obstacles=True, distance_type="euclidean")
 def _absolute(*args):
     return _entity(*args, relative=False)
 
 
-@_mirror(
+@mirror(
     "relative",
     include_agents=True,
     include_obstacles=True,
@@ -183,7 +183,7 @@ def _relative(*args):
     return _entity(*args, relative=True)
 
 
-@_mirror("grid", radius=3)
+@mirror("grid", radius=3)
 def _grid(i, p, positions, obstacles, captured, names, slots, size, speeds, radii):
     big = max(radii)
     r = radii[i]

@@ -23,7 +23,13 @@ from ppage_jax.observations import (
     register_observation,
     registry,
 )
-from ppage_jax.oracle.observations import mirror_params, mirrored_builders
+from ppage_jax.oracle import observations as oracle
+from ppage_jax.oracle.observations import (
+    mirror,
+    mirror_params,
+    mirrored_builders,
+    reference_observation,
+)
 from ppage_jax.state import EnvParams, Layout, State
 from ppage_jax.train.kit.encoders import Encoder, input_spec, window
 
@@ -70,8 +76,10 @@ def test_every_builder_declares_bounds_and_how_encoders_read_it(name):
 @pytest.fixture
 def toy(monkeypatch):
     """Registers ``toy_offsets`` (own [x, y], then [1, dx, dy] per other agent in row order)
-    for one test; everything it feeds is declared here and nowhere else."""
+    and its NumPy mirror for one test; everything it feeds is declared here and nowhere
+    else."""
     monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))
+    monkeypatch.setattr(oracle, "_MIRRORS", dict(oracle._MIRRORS))
     monkeypatch.setattr(schema, "OBSERVATION_READINGS", dict(schema.OBSERVATION_READINGS))
 
     @register_observation("toy_offsets", reads_as="slots")
@@ -92,6 +100,12 @@ def toy(monkeypatch):
         slots = Slots((SlotGroup("agents", 2, 3, n - 1, 0, 1, 2, (0,)),), radius=s1, own=(0, 1))
         return ObservationBuilder("toy_offsets", 2 + 3 * (n - 1), build, bounds=bounds, slots=slots)
 
+    @mirror("toy_offsets")
+    def toy_offsets_mirror(i, p, positions, obstacles, captured, names, slots, size, *_):
+        x, y = positions[i]
+        others = [j for j in range(len(positions)) if j != i]
+        return [x, y] + [v for j in others for v in (1, positions[j][0] - x, positions[j][1] - y)]
+
     observations = {"type": "toy_offsets", "params": {}, "per_agent": None}
     return pj.make(
         None,
@@ -105,7 +119,7 @@ def toy(monkeypatch):
     )
 
 
-def test_a_builder_registered_in_one_place_is_bounded_and_encoded(toy):
+def test_a_builder_in_one_file_with_its_mirror_is_bounded_encoded_and_mirrored(toy):
     env = toy
     assert "toy_offsets" in observation_builders()
     low, high = observation_bounds(env)  # the always-1 present flags are widened to [0, 1]
@@ -115,6 +129,10 @@ def test_a_builder_registered_in_one_place_is_bounded_and_encoded(toy):
     obs = np.asarray(obs)
     assert obs[0].tolist() == [0, 0, 1, 4, 1, 1, 2, 3]
     assert ((obs >= low) & (obs <= high)).all()
+    assert set(observation_builders()) == set(mirrored_builders())  # with its mirror
+    positions = [[0, 0], [4, 1], [2, 3]]
+    mirrored = reference_observation("toy_offsets", {}, positions, [], [0, 0, 0], [1, 1, 0], 5)
+    assert mirrored.tolist() == obs.tolist()
 
     spec = input_spec(env, None, 0.5)  # slots declared: the set encoder by default
     assert (spec.network, spec.radius, spec.own, spec.header.tolist()) == ("set", 4, (0, 1), [0, 1])
