@@ -106,3 +106,36 @@ def test_a_metric_added_to_the_table_is_searched_ranked_and_labelled(tmp_path, m
     monkeypatch.setitem(METRICS, "hover_share", Metric("hover_share", "h", True, role="prey"))
     with pytest.raises(ConfigError, match="must be one of"):
         load_search(path)
+
+
+ADD_TO_THE_TABLE = """
+import json
+from ppage_jax.episodes import metrics
+metrics.METRICS["captures"] = metrics.Metric("captures", "captures per episode", True)
+# every reader below is imported after the table gained its row, as after an edit of the file
+from ppage_jax.analysis.batch.metrics import EPISODE_METRICS
+from ppage_jax.analysis.family.endpoints import ENDPOINTS, HEADLINE
+from ppage_jax.analysis.sweep.report import metric_table
+print(json.dumps({
+    "kept": list(EPISODE_METRICS),
+    "endpoint": ENDPOINTS["captures"],
+    "rows": metric_table({"captures": {"b": {"n": 4, "poi": {}, "poi_n": {}}}}, HEADLINE, []),
+}))
+"""
+
+
+def test_a_row_added_to_the_table_file_reaches_the_sweep_report_and_results(tmp_path):
+    """The table's file is the only one edited (here: before any reader is imported): the
+    sweep keeps the metric per run, the analysis may declare it an endpoint and the sweep
+    report labels its row."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", ADD_TO_THE_TABLE], capture_output=True, text=True, check=True
+    ).stdout
+    seen = json.loads(out.splitlines()[-1])
+    assert seen["kept"].count("captures") == 1 and seen["kept"][0] == "rmst"
+    assert seen["endpoint"] == ["captures per episode", True]
+    assert seen["rows"][-1].startswith("| captures per episode (higher is better) | b | 4 |")

@@ -9,17 +9,13 @@ import numpy as np
 
 from ppage_jax.defaults import ROLES
 from ppage_jax.env import GridWorld
+from ppage_jax.episodes.metrics import METRICS
 from ppage_jax.episodes.summary import summarize_episodes
 
-# Evaluation metrics kept from ppage_jax.episodes.summarize_episodes (one value per run).
-EPISODE_METRICS = (
-    "capture_rate",
-    "rmst",
-    "km_median",
-    "truncated_share",
-    "episode_length",
-    "steps_to_capture",
-    "captures",
+# Evaluation metrics kept from ppage_jax.episodes.summarize_episodes (one value per run): the
+# metric table's task metrics (no role's own) and the mean captures per episode.
+EPISODE_METRICS = tuple(
+    dict.fromkeys([*(name for name, m in METRICS.items() if m.role is None), "captures"])
 )
 # The evaluation curve's metrics (sweep.checkpoints), as curve rows ``checkpoint/<metric>``.
 CHECKPOINT_METRICS = ("rmst", "capture_rate", "episode_length", "captures")
