@@ -2,7 +2,7 @@
 ``ppage_jax.__version__``, ``ppage-jax --version``, summary.json, sweep.json and search.json
 read it), and the simulator's sections: PPAGE's shipped top-level config, with stamina
 unlimited. The ``experiment`` section's defaults live with its schema in
-``ppage_jax.config.experiment``."""
+``ppage_jax.config.experiment.section``."""
 
 from __future__ import annotations
 

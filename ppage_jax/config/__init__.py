@@ -17,10 +17,8 @@ The package is the floor the simulator and training stand on: it imports nothing
 - :mod:`~ppage_jax.config.ppage_format`: PPAGE's directories as they ship;
 - :mod:`~ppage_jax.config.env_spec`: :class:`EnvSpec`, the typed spec an env is built from,
   and :func:`env_spec`, the one translation from a config;
-- :mod:`~ppage_jax.config.experiment`, :mod:`~ppage_jax.config.roles`,
-  :mod:`~ppage_jax.config.curriculum`: the ``experiment`` section;
-- :mod:`~ppage_jax.config.hyperparams`, :mod:`~ppage_jax.config.hyperparams_ppage`,
-  :mod:`~ppage_jax.config.algorithms`: every algorithm's hyperparameter declaration.
+- :mod:`~ppage_jax.config.experiment`: the ``experiment`` section (its schema, roles and
+  curriculum) and every algorithm's hyperparameter declaration, one module per family.
 """
 
 from __future__ import annotations

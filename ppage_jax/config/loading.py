@@ -14,7 +14,11 @@ from typing import Any
 
 import yaml
 
-from ppage_jax.config.experiment import EXPERIMENT_DEFAULTS, EXPERIMENT_SCHEMA, validate_experiment
+from ppage_jax.config.experiment.section import (
+    EXPERIMENT_DEFAULTS,
+    EXPERIMENT_SCHEMA,
+    validate_experiment,
+)
 from ppage_jax.config.fields import ConfigError, Field, clip, notice, short_repr
 from ppage_jax.config.ppage_format import read_directory
 from ppage_jax.config.safe_yaml import load_yaml, read_yaml_file

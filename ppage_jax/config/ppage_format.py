@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ppage_jax.config.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.experiment.algorithms import ALGORITHM_PARAMS
 from ppage_jax.config.fields import ConfigError, short_repr
 from ppage_jax.config.safe_yaml import read_yaml_file
 from ppage_jax.config.schema import CORE_SCHEMA, REWARD_TERMS

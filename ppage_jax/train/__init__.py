@@ -46,7 +46,7 @@ The contract every algorithm module follows::
 them in chunks to drive its progress bar (:func:`kit.loop.run_updates`), which gives the same
 result as ``train``. The contract is :class:`protocol.Algorithm`; :mod:`ppage_jax.train.registry`
 maps each algorithm to its module, and the config package declares its hyperparameters
-(:mod:`ppage_jax.config.algorithms`). ``pj.train_agents(key, config)``
+(:mod:`ppage_jax.config.experiment.algorithms`). ``pj.train_agents(key, config)``
 (:func:`ppage_jax.train.run.experiment.train_agents`) picks the module from the config.
 
 This package imports no learner: its names resolve on first use. Loading a config never
@@ -62,7 +62,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ppage_jax.config.hyperparams import Hyperparams
+    from ppage_jax.config.experiment.base import Hyperparams
     from ppage_jax.defaults import ROLES
     from ppage_jax.train.config import TrainConfig
     from ppage_jax.train.protocol import Algorithm
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "ALGORITHMS": "ppage_jax.train.registry",
     "Algorithm": "ppage_jax.train.protocol",
-    "Hyperparams": "ppage_jax.config.hyperparams",
+    "Hyperparams": "ppage_jax.config.experiment.base",
     "ROLES": "ppage_jax.types",
     "TrainConfig": "ppage_jax.train.config",
     "algorithm": "ppage_jax.train.registry",

@@ -6,8 +6,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ppage_jax.config.hyperparams import Hyperparams
-from ppage_jax.config.roles import LEARN
+from ppage_jax.config.experiment.base import Hyperparams
+from ppage_jax.config.experiment.roles import LEARN
 from ppage_jax.defaults import ROLES
 from ppage_jax.env import GridWorld
 from ppage_jax.types import Replaceable, pytree_dataclass, static_field

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 if TYPE_CHECKING:
     import jax
 
-    from ppage_jax.config.hyperparams import Hyperparams
+    from ppage_jax.config.experiment.base import Hyperparams
     from ppage_jax.state import EnvParams, State
     from ppage_jax.train.config import TrainConfig
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class Algorithm(Protocol):
     """A training algorithm. Pure and jittable; ``tc`` is static, ``params`` traced."""
 
-    Hyperparams: type[Hyperparams]  # its declaration (ppage_jax.config.hyperparams)
+    Hyperparams: type[Hyperparams]  # its declaration (ppage_jax.config.experiment.base)
     STOCHASTIC: bool  # True: it also implements StochasticAlgorithm
 
     def init(self, key: jax.Array, tc: TrainConfig, params: EnvParams) -> Any:

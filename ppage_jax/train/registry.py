@@ -1,35 +1,42 @@
 """The registry of training algorithms: name -> the module implementing it.
 
 The module is imported on first use (:func:`algorithm`). Each algorithm's hyperparameters are
-declared in the config package (:data:`ppage_jax.config.algorithms.ALGORITHM_PARAMS`), so
-validating a config never imports a learner. Adding an algorithm is its declaration there plus
-one entry here (or one :func:`register_algorithm` call, which does both).
+declared in the config package (:data:`ppage_jax.config.experiment.algorithms.ALGORITHM_PARAMS`,
+from the family modules of :mod:`ppage_jax.config.experiment`), so validating a config never
+imports a learner. A shipped algorithm is named once, by its declaration: its module is
+``ppage_jax.train.algorithms.<name>`` (:func:`shipped_module`; the tabular learners share one).
+Adding a shipped algorithm is its declaration plus that one file; from outside the package,
+:func:`register_algorithm` does both.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from ppage_jax.config import hyperparams as hp
-from ppage_jax.config.algorithms import ALGORITHM_PARAMS, algorithm_params, declare_algorithm
+from ppage_jax.config.experiment import base as hp
+from ppage_jax.config.experiment.algorithms import (
+    ALGORITHM_PARAMS,
+    SHIPPED,
+    algorithm_params,
+    declare_algorithm,
+)
 from ppage_jax.train.protocol import Algorithm, missing_members
 
+# The package of the shipped algorithms' modules.
+SHIPPED_PACKAGE = "ppage_jax.train.algorithms"
+# The shipped algorithms whose module is not named after them: name -> module name.
+MODULE_NAMES = {"iql": "tabular", "cql": "tabular", "mixed": "tabular", "jal_gt": "jalgt"}
+
+
+def shipped_module(name: str) -> str:
+    """The import path of shipped algorithm ``name``'s module, by convention:
+    ``ppage_jax.train.algorithms.<name>`` (or the module of :data:`MODULE_NAMES`)."""
+    return f"{SHIPPED_PACKAGE}.{MODULE_NAMES.get(name, name)}"
+
+
 # Algorithm name -> the import path of its module (a module satisfying
-# ppage_jax.train.protocol.Algorithm).
-ALGORITHMS: dict[str, str] = {
-    "random": "ppage_jax.train.algorithms.random",
-    "ippo": "ppage_jax.train.algorithms.ippo",
-    "dqn": "ppage_jax.train.algorithms.dqn",
-    "iql": "ppage_jax.train.algorithms.tabular",
-    "cql": "ppage_jax.train.algorithms.tabular",
-    "mixed": "ppage_jax.train.algorithms.tabular",
-    "mappo": "ppage_jax.train.algorithms.mappo",
-    "actor_critic": "ppage_jax.train.algorithms.actor_critic",
-    "a2c": "ppage_jax.train.algorithms.a2c",
-    "a3c": "ppage_jax.train.algorithms.a3c",
-    "jalgt": "ppage_jax.train.algorithms.jalgt",
-    "jal_gt": "ppage_jax.train.algorithms.jalgt",  # PPAGE's other name of jalgt
-}
+# ppage_jax.train.protocol.Algorithm): every shipped algorithm, then those registered.
+ALGORITHMS: dict[str, str] = {name: shipped_module(name) for name in SHIPPED}
 
 
 def register_algorithm(
@@ -37,9 +44,10 @@ def register_algorithm(
 ) -> None:
     """Register algorithm ``name``: ``module`` is the import path of a module satisfying
     :class:`~ppage_jax.train.protocol.Algorithm` (imported on first use), ``hyperparams`` its
-    declaration (a frozen dataclass subclassing :class:`~ppage_jax.config.hyperparams.Hyperparams`
-    whose fields are made with :func:`~ppage_jax.config.hyperparams.param`), declared to the
-    config package so that configs naming ``name`` validate."""
+    declaration (a frozen dataclass subclassing
+    :class:`~ppage_jax.config.experiment.base.Hyperparams` whose fields are made with
+    :func:`~ppage_jax.config.experiment.base.param`), declared to the config package so that
+    configs naming ``name`` validate."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"algorithm name must be a non-empty string, got {name!r}")
     if name in ALGORITHMS and not replace:

@@ -330,7 +330,7 @@ def test_bad_search_files_give_one_line_naming_the_file_and_key(tmp_path, edit, 
 
 
 def test_a_population_whose_generation_cannot_fit_in_memory_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr("ppage_jax.config.experiment.physical_memory", lambda: 2**30)
+    monkeypatch.setattr("ppage_jax.config.experiment.section.physical_memory", lambda: 2**30)
     path = write_search(tmp_path / "big.yaml", population=10**6)
     with pytest.raises(ConfigError) as err:
         load_search(path)
@@ -340,7 +340,7 @@ def test_a_population_whose_generation_cannot_fit_in_memory_is_refused(tmp_path,
         f"(107 bytes each; rollouts and networks need more), more than this machine's 1 GiB "
         f"of memory"
     )
-    monkeypatch.setattr("ppage_jax.config.experiment.physical_memory", lambda: 4 * 2**30)
+    monkeypatch.setattr("ppage_jax.config.experiment.section.physical_memory", lambda: 4 * 2**30)
     with pytest.warns(ConfigNotice) as record:  # fits, but is announced
         load_search(path)
     assert [str(r.message).split(" hold ")[0] for r in record] == [

@@ -32,7 +32,7 @@ import json, sys
 import jax, jax.numpy as jnp
 import ppage_jax as pj
 from ppage_jax.config import ConfigError
-from ppage_jax.config.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.experiment.algorithms import ALGORITHM_PARAMS
 
 env = pj.make("default")
 obs, state = env.reset(jax.random.PRNGKey(0))
@@ -75,7 +75,7 @@ def test_env_and_config_loading_import_no_training_or_heavy_module():
     for stage in ("after_env", "after_configs"):
         assert [m for m in loaded[stage] if _forbidden(m)] == [], stage
     # the probe itself: the config package was loaded, and it declares every algorithm
-    assert "ppage_jax.config.algorithms" in loaded["after_configs"]
+    assert "ppage_jax.config.experiment.algorithms" in loaded["after_configs"]
 
 
 def test_the_probe_recognises_forbidden_modules():
@@ -84,7 +84,7 @@ def test_the_probe_recognises_forbidden_modules():
     assert _forbidden("ppage_jax.analysis.sweep.spec")
     assert _forbidden("flax.linen")
     assert _forbidden("tqdm")
-    assert not _forbidden("ppage_jax.config.experiment")
+    assert not _forbidden("ppage_jax.config.experiment.section")
     assert not _forbidden("ppage_jax.trainer_like")  # only whole package names count
     assert not _forbidden("ppage_jax")
     assert not _forbidden("jax")

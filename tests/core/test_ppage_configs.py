@@ -12,8 +12,8 @@ import yaml
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError, ConfigNotice
-from ppage_jax.config.algorithms import ALGORITHM_PARAMS
-from ppage_jax.config.hyperparams import defaults as declared_defaults
+from ppage_jax.config.experiment.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.experiment.base import defaults as declared_defaults
 from ppage_jax.config.ppage_format import (
     PARAM_NOTICES,
     PPAGE_ALGORITHMS,

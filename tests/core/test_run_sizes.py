@@ -19,7 +19,7 @@ SOURCE = "configs/default/experiment.yaml"
 
 @pytest.fixture
 def four_gib(monkeypatch):
-    monkeypatch.setattr("ppage_jax.config.experiment.physical_memory", lambda: 4 * 2**30)
+    monkeypatch.setattr("ppage_jax.config.experiment.section.physical_memory", lambda: 4 * 2**30)
 
 
 def notices_of(overrides) -> list[str]:
@@ -114,7 +114,7 @@ def test_the_launch_cli_refuses_before_starting_anything(capsys, monkeypatch):
 
 
 def test_one_grid_above_the_env_limit_is_left_to_make_and_its_own_estimate():
-    from ppage_jax.config.experiment import GRID_STATE_LIMIT
+    from ppage_jax.config.experiment.section import GRID_STATE_LIMIT
     from ppage_jax.env.checks import MEMORY_LIMIT_BYTES
 
     assert GRID_STATE_LIMIT == MEMORY_LIMIT_BYTES

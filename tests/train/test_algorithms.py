@@ -4,6 +4,7 @@ documentation generated from them."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import sys
 import types
 from pathlib import Path
@@ -13,8 +14,10 @@ import pytest
 
 import ppage_jax as pj
 from ppage_jax.config import ConfigError, Field
-from ppage_jax.config import algorithms as declared
-from ppage_jax.config import hyperparams as hp
+from ppage_jax.config.experiment import algorithms as declared
+from ppage_jax.config.experiment import base as hp
+from ppage_jax.config.experiment import dqn, ppo, tabular
+from ppage_jax.config.experiment import random as random_family
 from ppage_jax.train import registry
 from ppage_jax.train.algorithms import random as baseline
 from ppage_jax.train.protocol import Algorithm, StochasticAlgorithm, missing_members
@@ -77,7 +80,7 @@ def test_every_default_passes_its_own_check_and_has_a_doc(name):
 
 
 def test_declarations_keep_the_documented_defaults():
-    assert hp.defaults(hp.IPPOHyperparams) == {
+    assert hp.defaults(ppo.IPPOHyperparams) == {
         "num_steps": 32,
         "gamma": 0.99,
         "learning_rate": 1e-3,
@@ -102,13 +105,13 @@ def test_declarations_keep_the_documented_defaults():
         "prior": None,
         "prior_logit": 3.0,
     }
-    assert hp.defaults(hp.MAPPOHyperparams) == hp.defaults(hp.IPPOHyperparams)
-    dqn = hp.defaults(hp.DQNHyperparams)
-    assert (dqn["num_steps"], dqn["hidden_layers"], dqn["buffer_size"]) == (16, [128, 128], 50_000)
-    assert hp.defaults(hp.IQLHyperparams)["table_size"] == 262_144
-    assert hp.defaults(hp.CQLHyperparams)["table_size"] == 65_536
-    assert hp.MixedHyperparams().kinds == {"predator": "cql", "prey": "iql"}
-    assert hp.defaults(hp.RandomHyperparams) == {"num_steps": 32}
+    assert hp.defaults(ppo.MAPPOHyperparams) == hp.defaults(ppo.IPPOHyperparams)
+    q = hp.defaults(dqn.DQNHyperparams)
+    assert (q["num_steps"], q["hidden_layers"], q["buffer_size"]) == (16, [128, 128], 50_000)
+    assert hp.defaults(tabular.IQLHyperparams)["table_size"] == 262_144
+    assert hp.defaults(tabular.CQLHyperparams)["table_size"] == 65_536
+    assert tabular.MixedHyperparams().kinds == {"predator": "cql", "prey": "iql"}
+    assert hp.defaults(random_family.RandomHyperparams) == {"num_steps": 32}
 
 
 def test_an_unknown_hyperparameter_names_the_keys_and_its_owner():
@@ -116,7 +119,7 @@ def test_an_unknown_hyperparameter_names_the_keys_and_its_owner():
         pj.load_config(
             "1v1", {"experiment.algorithm": {"name": "dqn", "params": {"update_epochs": 3}}}
         )
-    keys = sorted(hp.checks(hp.DQNHyperparams))
+    keys = sorted(hp.checks(dqn.DQNHyperparams))
     assert err.value.key == "experiment.algorithm.params.update_epochs"
     assert f"unknown hyperparameter of 'dqn'; its hyperparameters: {keys}" in str(err.value)
     assert "it belongs to ['ippo'" in str(err.value)  # (and any later algorithm with it)
@@ -133,7 +136,7 @@ def test_docs_hold_exactly_the_generated_tables(repo_root):
     assert text.count(declared.TABLES_START) == 1 and text.count(declared.TABLES_END) == 1
     assert "| `table_size` | `262144` |" in text.split("#### `iql`")[1]
     assert declared.with_tables(text) == text, (
-        "docs/training.md is out of date: run python -m ppage_jax.config.algorithms "
+        "docs/training.md is out of date: run python -m ppage_jax.config.experiment.algorithms "
         "docs/training.md"
     )
 
@@ -222,3 +225,89 @@ def test_a_module_missing_part_of_the_contract_fails_clearly(user_algorithm):
     user_algorithm.STOCHASTIC = True
     with pytest.raises(TypeError, match=r"lacks \['greedy_actions', 'sample_actions'\]"):
         pj.train.algorithm("coin")
+
+
+# --------------------------------------------------------------------------- shipped algorithms
+def test_every_shipped_algorithm_is_named_once_by_its_declaration():
+    """The shipped algorithms are the family modules' ``DECLARED`` tables joined; each one's
+    module is ``ppage_jax.train.algorithms.<name>`` (or the shared module the registry lists),
+    and every family module and every module of ``train/algorithms/`` takes part."""
+    import pkgutil
+
+    from ppage_jax.config import experiment
+    from ppage_jax.train import algorithms
+
+    families = {
+        info.name
+        for info in pkgutil.iter_modules(experiment.__path__)
+        if hasattr(importlib.import_module(f"{experiment.__name__}.{info.name}"), "DECLARED")
+    }
+    assert families == {family.__name__.rpartition(".")[2] for family in declared.FAMILIES}
+    assert dict(declared.SHIPPED) == {
+        name: cls for family in declared.FAMILIES for name, cls in family.DECLARED.items()
+    }
+    shipped = {name: registry.ALGORITHMS[name] for name in declared.SHIPPED}
+    assert shipped == {name: registry.shipped_module(name) for name in declared.SHIPPED}
+    assert registry.shipped_module("ippo") == "ppage_jax.train.algorithms.ippo"
+    assert registry.shipped_module("cql") == "ppage_jax.train.algorithms.tabular"
+    modules = pkgutil.iter_modules(algorithms.__path__)
+    assert {f"{algorithms.__name__}.{info.name}" for info in modules} == set(shipped.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class FlipHyperparams(random_family.RandomHyperparams):
+    """Random play, declared with a key of its own (a new shipped algorithm)."""
+
+    fairness: float = hp.param(
+        0.5, Field(float, False, lambda v: 0 <= v <= 1, "in [0, 1]"), "unused"
+    )
+
+
+FLIP_MODULE = '''"""``flip``: the random baseline under another name."""
+
+from ppage_jax.train.algorithms.random import (
+    STOCHASTIC,
+    Hyperparams,
+    greedy_actions,
+    init,
+    policy_state,
+    train,
+    update,
+)
+'''
+
+
+@pytest.fixture
+def flip(tmp_path, monkeypatch):
+    """Algorithm ``flip`` added as a shipped one is: its file in ``train/algorithms/`` (here a
+    folder added to that package's path) and its declaration."""
+    from ppage_jax.train import algorithms
+
+    (tmp_path / "flip.py").write_text(FLIP_MODULE)
+    monkeypatch.setattr(algorithms, "__path__", [*algorithms.__path__, str(tmp_path)])
+    pj.train.register_algorithm("flip", registry.shipped_module("flip"), FlipHyperparams)
+    yield "flip"
+    registry.unregister_algorithm("flip")
+    sys.modules.pop("ppage_jax.train.algorithms.flip", None)
+
+
+def test_adding_a_shipped_algorithm_is_one_module_plus_its_declaration(flip):
+    from train_testing import tiny_config
+
+    config = tiny_config(flip, {"fairness": 1})
+    assert config["experiment"]["algorithm"]["params"] == {"num_steps": 32, "fairness": 1.0}
+    with pytest.raises(ConfigError, match=r"must be a number in \[0, 1\]"):
+        tiny_config(flip, {"fairness": 2})
+    module = registry.algorithm(flip)
+    assert module.__name__ == "ppage_jax.train.algorithms.flip"
+    assert registry.hyperparams_class(flip) is FlipHyperparams
+    assert pj.train.flip is module and isinstance(module, Algorithm)
+
+
+def test_an_unregistered_algorithm_is_gone_from_both_tables(flip):
+    registry.unregister_algorithm(flip)
+    assert flip not in registry.ALGORITHMS and flip not in declared.ALGORITHM_PARAMS
+    with pytest.raises(ConfigError, match="experiment.algorithm.name"):
+        pj.load_config("1v1", {"experiment.algorithm": {"name": flip, "params": {}}})
+    with pytest.raises(KeyError, match="unknown algorithm 'flip'"):
+        registry.algorithm(flip)

@@ -11,8 +11,8 @@ import pytest
 from flax.training.train_state import TrainState
 from train_testing import tiny_config, traced_train
 
-from ppage_jax.config.algorithms import algorithm_params
-from ppage_jax.config.hyperparams import check_value, traced_names
+from ppage_jax.config.experiment.algorithms import algorithm_params
+from ppage_jax.config.experiment.base import check_value, traced_names
 from ppage_jax.train import algorithm, make_train_config
 from ppage_jax.train.kit import optim
 from ppage_jax.train.kit.traced import bind, traced_values

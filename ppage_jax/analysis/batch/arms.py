@@ -128,7 +128,7 @@ def _read_hyperparams(
 ) -> dict[str, float]:
     """An arm's ``hyperparams``: traced training hyperparameters of the configured algorithm
     (:mod:`ppage_jax.train.kit.traced`), each validated like its config key."""
-    from ppage_jax.config.hyperparams import check_value
+    from ppage_jax.config.experiment.base import check_value
     from ppage_jax.train.registry import hyperparams_class
 
     algo = config["experiment"]["algorithm"]["name"]

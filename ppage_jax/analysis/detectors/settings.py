@@ -24,7 +24,7 @@ from typing import Any
 
 from ppage_jax.analysis.audit.settings import AuditSettings
 from ppage_jax.config import ConfigError
-from ppage_jax.config.experiment import MONITOR_BASELINES
+from ppage_jax.config.experiment.section import MONITOR_BASELINES
 from ppage_jax.config.safe_yaml import load_yaml
 from ppage_jax.train.run.monitor import MonitorConfig
 

@@ -24,7 +24,7 @@ from ppage_jax.analysis.batch.spec import Arm
 from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
 from ppage_jax.analysis.search.strategies import STRATEGIES
 from ppage_jax.config import Config, float32_number, float32_problem
-from ppage_jax.config.experiment import planned_updates
+from ppage_jax.config.experiment.section import planned_updates
 from ppage_jax.rewards.compose import term_entries
 from ppage_jax.rewards.registry import Choice, known_terms_help, reward_terms
 
@@ -35,7 +35,7 @@ COMPARE_KEYS = ("strategies", "searches", "reference", "pairs")
 DIM_KEYS = ("low", "high", "scale")
 PBT_KEYS = ("population", "interval", "quarter", "perturb")
 # A PBT schedule is replayed as experiment.curriculum step schedules: at most this many
-# intervals (ppage_jax.config.curriculum.MAX_PIECES values a schedule).
+# intervals (ppage_jax.config.experiment.curriculum.MAX_PIECES values a schedule).
 PBT_MAX_INTERVALS = 16
 
 
@@ -208,7 +208,7 @@ def _searched(
         if isinstance(declared_param(read, where, raw, name, parts[2]), Choice):
             read.fail(where, raw, f"{name}.{param} is a choice, not a number: not searchable")
     if kind == "hyperparams":
-        from ppage_jax.config.hyperparams import traced_names
+        from ppage_jax.config.experiment.base import traced_names
         from ppage_jax.train.registry import hyperparams_class
 
         algo = config["experiment"]["algorithm"]["name"]
@@ -227,7 +227,7 @@ def check_bound(
     declared check (``learning_rate > 0``, ``gae_lambda`` in [0, 1]), or for a reward weight
     or numeric term param a number float32 keeps (finite, not flushed to 0)."""
     if kind == "hyperparams":
-        from ppage_jax.config.hyperparams import check_value
+        from ppage_jax.config.experiment.base import check_value
         from ppage_jax.train.registry import hyperparams_class
 
         algo = config["experiment"]["algorithm"]["name"]

@@ -64,7 +64,7 @@ from ppage_jax.analysis.search.space import Dimension
 from ppage_jax.analysis.search.strategies import STRATEGIES
 from ppage_jax.config import NAME_RULE, Config, is_safe_name, load_config
 from ppage_jax.config.env_spec import env_spec
-from ppage_jax.config.experiment import check_batch, check_plan, planned_updates
+from ppage_jax.config.experiment.section import check_batch, check_plan, planned_updates
 from ppage_jax.episodes.metrics import METRICS, rankable
 from ppage_jax.train.run.monitor import TREND_CHECKS as MONITOR_CHECKS
 
@@ -536,7 +536,7 @@ def _check_sizes(
 ) -> None:
     """A generation's grids (every candidate x seed trains and is evaluated at once) against
     the memory, and the whole search's env steps against the time (the thresholds of
-    :mod:`ppage_jax.config.experiment`), before the strategy starts."""
+    :mod:`ppage_jax.config.experiment.section`), before the strategy starts."""
     exp = config["experiment"]
     num_steps = exp["algorithm"]["params"]["num_steps"]
     max_steps = config["env"]["termination"]["max_steps"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import jax
 import optax
 
-from ppage_jax.config.hyperparams_ppage import A2CHyperparams
+from ppage_jax.config.experiment.actor_critic import A2CHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import loop, optim, pg

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from ppage_jax.config.hyperparams_ppage import A3CHyperparams
+from ppage_jax.config.experiment.actor_critic import A3CHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import loop, pg

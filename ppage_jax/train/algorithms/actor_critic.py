@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from ppage_jax.config.hyperparams_ppage import ActorCriticHyperparams
+from ppage_jax.config.experiment.actor_critic import ActorCriticHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import loop, networks, optim, pg, roles, rollout

@@ -26,7 +26,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from ppage_jax.config.hyperparams import DQNHyperparams
+from ppage_jax.config.experiment.dqn import DQNHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import exploration, loop, networks, optim, roles, rollout

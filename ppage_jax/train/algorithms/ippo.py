@@ -41,7 +41,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from ppage_jax.config.hyperparams import TEACHERS, IPPOHyperparams
+from ppage_jax.config.experiment.ppo import TEACHERS, IPPOHyperparams
 from ppage_jax.state import EnvParams, State
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import loop, networks, optim, pg, roles

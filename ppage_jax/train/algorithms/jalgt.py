@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from ppage_jax.config.hyperparams_ppage import JALGTHyperparams
+from ppage_jax.config.experiment.tabular import JALGTHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.algorithms import tabular
 from ppage_jax.train.config import TrainConfig

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import jax
 
-from ppage_jax.config.hyperparams import MAPPOHyperparams
+from ppage_jax.config.experiment.ppo import MAPPOHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.algorithms import ippo as ppo
 from ppage_jax.train.config import TrainConfig

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ppage_jax.config.hyperparams import RandomHyperparams
+from ppage_jax.config.experiment.random import RandomHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import loop, roles, rollout

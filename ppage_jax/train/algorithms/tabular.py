@@ -36,8 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from ppage_jax.config.hyperparams import TabularHyperparams
-from ppage_jax.config.hyperparams_ppage import JALGTHyperparams
+from ppage_jax.config.experiment.tabular import JALGTHyperparams, TabularHyperparams
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
 from ppage_jax.train.kit import exploration, loop, roles, rollout

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from ppage_jax.config.hyperparams import NETWORKS
+from ppage_jax.config.experiment.ppo import NETWORKS
 from ppage_jax.observations import ObservationBuilder, SlotGroup
 from ppage_jax.types import Replaceable
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import jax.numpy as jnp
 
-from ppage_jax.config.hyperparams import EpsilonGreedyHyperparams
+from ppage_jax.config.experiment.base import EpsilonGreedyHyperparams
 from ppage_jax.train.kit import loop
 
 if TYPE_CHECKING:

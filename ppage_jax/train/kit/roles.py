@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ppage_jax import policies
-from ppage_jax.config.roles import LEARN
+from ppage_jax.config.experiment.roles import LEARN
 from ppage_jax.defaults import ROLES
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams, State
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 def baseline_policies(role: str) -> dict[str, Callable[..., Policy]]:
     """Fixed policies ``role`` may play instead of learning (``experiment.roles``, by the names
-    of :data:`ppage_jax.config.roles.BASELINES`): factories ``f(env, params) -> Policy`` from
-    :mod:`ppage_jax.policies`."""
+    of :data:`ppage_jax.config.experiment.roles.BASELINES`): factories
+    ``f(env, params) -> Policy`` from :mod:`ppage_jax.policies`."""
     return dict(policies.PREDATOR_POLICIES if role == "predator" else policies.PREY_POLICIES)
 
 

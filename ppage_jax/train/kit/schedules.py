@@ -3,10 +3,10 @@
 traced hyperparameters.
 
 The schedules, the leaves they may target and their check are the config's
-(:mod:`ppage_jax.config.curriculum`); a run builds its :class:`Curriculum` from its config's
-``experiment.curriculum``. Every number and the kind of each schedule are traced, so changing
-a schedule never recompiles; only the set of scheduled leaves is static. A schedule reads the
-env steps one seed has taken (``progress.env_steps``) before an update.
+(:mod:`ppage_jax.config.experiment.curriculum`); a run builds its :class:`Curriculum` from its
+config's ``experiment.curriculum``. Every number and the kind of each schedule are traced, so
+changing a schedule never recompiles; only the set of scheduled leaves is static. A schedule
+reads the env steps one seed has taken (``progress.env_steps``) before an update.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.config.curriculum import Target
+from ppage_jax.config.experiment.curriculum import Target
 from ppage_jax.state import EnvParams
 from ppage_jax.types import Replaceable, pytree_dataclass, static_field
 

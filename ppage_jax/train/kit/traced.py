@@ -1,8 +1,8 @@
 """Traced training hyperparameters: the float settings a learner reads inside its compiled
 program (step sizes, loss coefficients, clipping, ``gamma``, ``gae_lambda``, exploration,
-``alpha``), declared with ``param(..., traced=True)`` in :mod:`ppage_jax.config.hyperparams`
-(which also lists them, :func:`~ppage_jax.config.hyperparams.traced_names`, and checks a value
-for one, :func:`~ppage_jax.config.hyperparams.check_value`).
+``alpha``), declared with ``param(..., traced=True)`` in :mod:`ppage_jax.config.experiment.base`
+(which also lists them, :func:`~ppage_jax.config.experiment.base.traced_names`, and checks a value
+for one, :func:`~ppage_jax.config.experiment.base.check_value`).
 
 A :class:`~ppage_jax.train.config.TrainConfig` is static: its ``hp`` holds Python values, so a
 new value is a new program. :func:`bind` returns the TrainConfig whose ``hp`` holds traced
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import jax
 import jax.numpy as jnp
 
-from ppage_jax.config.hyperparams import Hyperparams, traced_names
+from ppage_jax.config.experiment.base import Hyperparams, traced_names
 
 if TYPE_CHECKING:
     from ppage_jax.train.config import TrainConfig

@@ -11,7 +11,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from ppage_jax.config.curriculum import KINDS, MAX_PIECES, targets
+from ppage_jax.config.experiment.curriculum import KINDS, MAX_PIECES, targets
 from ppage_jax.train.kit.schedules import Curriculum
 
 

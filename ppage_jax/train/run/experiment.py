@@ -1,7 +1,7 @@
 """Config -> TrainConfig, with what each role plays: ``learn``, a baseline, or a policy
 frozen from another run's checkpoint. The ``experiment`` section's schema and validator live
-in :mod:`ppage_jax.config.experiment`, the algorithms' hyperparameter declarations in
-:mod:`ppage_jax.config.algorithms`."""
+in :mod:`ppage_jax.config.experiment.section`, the algorithms' hyperparameter declarations in
+:mod:`ppage_jax.config.experiment.algorithms`."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import numpy as np
 import yaml
 
 from ppage_jax.config import Config, ConfigError, load_config
-from ppage_jax.config.algorithms import algorithm_params
-from ppage_jax.config.experiment import planned_updates
-from ppage_jax.config.hyperparams import Hyperparams, from_params
-from ppage_jax.config.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
+from ppage_jax.config.experiment.algorithms import algorithm_params
+from ppage_jax.config.experiment.base import Hyperparams, from_params
+from ppage_jax.config.experiment.roles import FROZEN_DEFAULTS, ROLE_KEYS, RUN_CHECKPOINT, RUN_CONFIG
+from ppage_jax.config.experiment.section import planned_updates
 from ppage_jax.config.shipped import resolve_run_path
 from ppage_jax.defaults import ROLES, SECTIONS
 from ppage_jax.train.config import TrainConfig

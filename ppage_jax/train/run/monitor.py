@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from ppage_jax.config.experiment import MONITOR_BASELINES as BASELINES
+from ppage_jax.config.experiment.section import MONITOR_BASELINES as BASELINES
 from ppage_jax.defaults import ROLES
 from ppage_jax.episodes.metrics import better_sign, metric_of
 from ppage_jax.state import NO_TRUNCATION

@@ -6,8 +6,8 @@ params}`` plus the vectorised-run keys)::
 
     experiment:
       algorithm:
-        name: ippo            # see ppage_jax.config.algorithms.ALGORITHM_PARAMS
-        params: {...}         # the algorithm's hyperparameters (ppage_jax.config.hyperparams);
+        name: ippo            # see ppage_jax.config.experiment.algorithms.ALGORITHM_PARAMS
+        params: {...}         # the algorithm's hyperparameters (ppage_jax.config.experiment);
                               # missing ones get defaults
       seed: 42                # training seed i of num_seeds uses PRNGKey(seed + i)
       num_seeds: 1
@@ -20,7 +20,7 @@ params}`` plus the vectorised-run keys)::
       eval: {episodes: 1000, seed: 1000000, max_steps: null}
       output_dir: runs
       checkpoint_every: null  # updates between training checkpoints (null: 5 per run)
-      curriculum: {}          # schedules over env steps (ppage_jax.config.curriculum)
+      curriculum: {}          # schedules over env steps (ppage_jax.config.experiment.curriculum)
       monitor: {enabled: true, window: 20, ...}   # reward-hacking monitor of a run
       start_from: null        # or {policy: RUN_DIR, seed: 0}: fine-tune that run's policy
       stagger_starts: false   # true: each grid's first episode starts at a random turn
@@ -34,12 +34,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config.algorithms import ALGORITHM_PARAMS
-from ppage_jax.config.curriculum import validate_curriculum
 from ppage_jax.config.env_spec import EnvSpec, env_spec
-from ppage_jax.config.fields import NON_NEGATIVE, Field, int_at_least, notice
-from ppage_jax.config.hyperparams import checks, defaults, from_params
-from ppage_jax.config.roles import (
+from ppage_jax.config.experiment.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.experiment.base import checks, defaults, from_params
+from ppage_jax.config.experiment.curriculum import validate_curriculum
+from ppage_jax.config.experiment.roles import (
     BASELINES,
     FROZEN_DEFAULTS,
     LEARN,
@@ -47,6 +46,7 @@ from ppage_jax.config.roles import (
     RUN_CHECKPOINT,
     RUN_CONFIG,
 )
+from ppage_jax.config.fields import NON_NEGATIVE, Field, int_at_least, notice
 from ppage_jax.config.shipped import resolve_run_path
 from ppage_jax.defaults import ROLES
 

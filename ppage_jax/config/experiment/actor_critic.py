@@ -1,31 +1,26 @@
-"""Hyperparameter declarations of PPAGE's actor-critic family and of JAL-GT.
+"""The declarations of PPAGE's actor-critic family: the one-step actor-critic, A2C and A3C,
+over the fields they share (:class:`ActorCriticBase`).
 
 PPAGE's names and code defaults (its shipped 1v1 experiment files tune some of them, e.g.
 ``normalize_returns: true``). The keys PPAGE does not have are this package's: ``num_steps``
 (how the vectorised run is cut into updates), ``obs_scale`` (1 / env.size by default, as for
-every network here), ``reward_scale`` (1 by default: PPAGE's raw rewards), A3C's
-``staleness``, and JAL-GT's ``table_size`` and ``max_pivots``. Like
-:mod:`ppage_jax.config.hyperparams`, this module imports no learner.
+every network here), ``reward_scale`` (1 by default: PPAGE's raw rewards) and A3C's
+``staleness``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from ppage_jax.actions import ACTION_TABLES
-from ppage_jax.config.env_spec import env_spec
-from ppage_jax.config.fields import NON_NEGATIVE, Field, positive
-from ppage_jax.config.hyperparams import (
-    EpsilonGreedyHyperparams,
+from ppage_jax.config.experiment.base import (
     Fail,
     Hyperparams,
     NetworkHyperparams,
-    TabularHyperparams,
     param,
     redefault,
     same_as,
 )
-from ppage_jax.config.roles import LEARN, ROLE_KEYS
+from ppage_jax.config.fields import NON_NEGATIVE, Field, positive
 
 DECAY = Field(float, False, lambda v: 0 < v < 1, "in (0, 1)")
 
@@ -41,21 +36,29 @@ def _multiple_of_n_steps(hp: A2CHyperparams | A3CHyperparams, fail: Fail) -> Non
 
 
 @dataclasses.dataclass(frozen=True)
-class ActorCriticHyperparams(NetworkHyperparams):
-    """PPAGE's one-step online actor-critic (Sutton & Barto, algorithm 13.5): a shared trunk
-    with policy and value heads per role, one TD(0) gradient step per turn over every grid,
-    the actor's gradient weighted by ``I = gamma ** t``, a Huber critic, an entropy bonus,
-    L2 weight decay on the policy head, and PPAGE's PopArt-style return normaliser."""
+class ActorCriticBase(NetworkHyperparams):
+    """What PPAGE's actor-critics share: wider MLP layers, raw rewards, an entropy bonus,
+    gradient clipping and L2 weight decay on the policy."""
 
-    num_steps: int = redefault(Hyperparams, "num_steps", 16)
+    num_steps: int = redefault(Hyperparams, "num_steps", 20)
     hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
     reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
-    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
     entropy_coef: float = param(0.0, NON_NEGATIVE, "entropy bonus weight", traced=True)
     grad_clip: float = param(5.0, positive(), "global gradient-norm clip", traced=True)
     actor_weight_decay: float = param(
         0.0, NON_NEGATIVE, "L2 penalty on the policy head (Adam weight_decay)", traced=True
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorCriticHyperparams(ActorCriticBase):
+    """PPAGE's one-step online actor-critic (Sutton & Barto, algorithm 13.5): a shared trunk
+    with policy and value heads per role, one TD(0) gradient step per turn over every grid,
+    the actor's gradient weighted by ``I = gamma ** t``, a Huber critic, an entropy bonus,
+    L2 weight decay on the policy head, and PPAGE's PopArt-style return normaliser."""
+
+    num_steps: int = redefault(ActorCriticBase, "num_steps", 16)
+    value_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
     normalize_returns: bool = param(
         False, Field(bool), "PopArt-style normalisation of the critic's targets"
     )
@@ -65,12 +68,11 @@ class ActorCriticHyperparams(NetworkHyperparams):
 
 
 @dataclasses.dataclass(frozen=True)
-class A2CHyperparams(NetworkHyperparams):
+class A2CHyperparams(ActorCriticBase):
     """PPAGE's A2C: separate actor and critic networks per role with their own Adam step
     sizes, ``n_steps`` rollouts on every grid with n-step bootstrapped returns, an entropy
     bonus, L2 weight decay on the actor, a Huber critic and gradient clipping."""
 
-    num_steps: int = redefault(Hyperparams, "num_steps", 20)
     learning_rate: float | None = param(
         None,
         Field(float, True, lambda v: v > 0, "> 0"),
@@ -88,11 +90,10 @@ class A2CHyperparams(NetworkHyperparams):
         "the critic's Adam step size (null: learning_rate, else 1e-3)",
         traced=True,
     )
-    hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
-    reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
     n_steps: int = param(5, positive(int), "rollout length per gradient step")
-    entropy_coef: float = param(0.01, NON_NEGATIVE, "entropy bonus weight", traced=True)
+    entropy_coef: float = redefault(ActorCriticBase, "entropy_coef", 0.01)
     value_loss_coef: float = param(0.5, NON_NEGATIVE, "critic loss weight", traced=True)
+    # Separate networks: the clip applies to each apart, the decay to the actor.
     grad_clip: float = param(
         5.0, positive(), "gradient-norm clip (actor and critic apart)", traced=True
     )
@@ -121,22 +122,14 @@ def _first(*values: float | None) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class A3CHyperparams(NetworkHyperparams):
+class A3CHyperparams(ActorCriticHyperparams):
     """PPAGE's A3C on device: ``num_workers`` groups of grids, each computing its n-step
     actor-critic gradient at parameters ``staleness`` updates old and applying it in turn to
     one shared network (shared trunk), Adam optimiser and return normaliser."""
 
-    num_steps: int = redefault(Hyperparams, "num_steps", 20)
-    hidden_layers: tuple[int, ...] = redefault(NetworkHyperparams, "hidden_layers", (128, 128))
-    reward_scale: float = redefault(NetworkHyperparams, "reward_scale", 1.0)
-    n_steps: int = param(5, positive(int), "rollout length per gradient step")
-    # The shared-trunk actor-critic's own terms, declared as there (A3C's entropy is higher).
-    entropy_coef: float = redefault(ActorCriticHyperparams, "entropy_coef", 0.05)
-    value_coef: float = same_as(ActorCriticHyperparams, "value_coef")
-    grad_clip: float = same_as(ActorCriticHyperparams, "grad_clip")
-    actor_weight_decay: float = same_as(ActorCriticHyperparams, "actor_weight_decay")
-    normalize_returns: bool = same_as(ActorCriticHyperparams, "normalize_returns")
-    return_norm_decay: float = same_as(ActorCriticHyperparams, "return_norm_decay")
+    num_steps: int = same_as(ActorCriticBase, "num_steps")
+    entropy_coef: float = redefault(ActorCriticBase, "entropy_coef", 0.05)
+    n_steps: int = same_as(A2CHyperparams, "n_steps")
     num_workers: int = param(4, positive(int), "workers: groups of num_envs / num_workers grids")
     staleness: int | None = param(
         None,
@@ -161,35 +154,8 @@ class A3CHyperparams(NetworkHyperparams):
             )
 
 
-# JAL-GT solves a stage game over the joint actions of every learning agent.
-MAX_JALGT_AGENTS = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class JALGTHyperparams(EpsilonGreedyHyperparams):
-    """PPAGE's JAL-GT (Albrecht, Christianos & Tuyls 2024, algorithm 7): one joint-action
-    value table per learning agent over the hashed joint observation; each visited stage game
-    is solved for its social-welfare-maximising correlated equilibrium by linear programming
-    on device; joint actions are sampled from it (each agent exploring with epsilon) and
-    targets bootstrap on the next state's equilibrium value."""
-
-    num_steps: int = redefault(Hyperparams, "num_steps", 16)
-    alpha: float = redefault(TabularHyperparams, "alpha", 0.1)
-    table_size: int = redefault(TabularHyperparams, "table_size", 65_536)
-    max_pivots: int = param(1000, positive(int), "simplex pivots allowed per stage-game solve")
-
-    def check(self, data: dict, fail: Fail) -> None:
-        """At most MAX_JALGT_AGENTS learning agents (the joint game grows as nA ** n)."""
-        exp, spec = data["experiment"], env_spec(data)
-        counts = dict(zip(ROLE_KEYS, (spec.n_predators, spec.n_prey), strict=True))
-        n = sum(counts[key] for key in ROLE_KEYS if exp["roles"][key] == LEARN)
-        if n > MAX_JALGT_AGENTS:
-            k = len(ACTION_TABLES[spec.action_type])
-            fail(
-                "experiment.algorithm.name",
-                exp["algorithm"]["name"],
-                f"JAL-GT plays one game over the joint actions of all {n} learning agents "
-                f"({k}**{n} = {k**n}); at most {MAX_JALGT_AGENTS} learning agents are "
-                f"supported (e.g. 1 predator vs 1 prey, or set experiment.roles.preys to a "
-                f"fixed policy)",
-            )
+DECLARED: dict[str, type[Hyperparams]] = {
+    "actor_critic": ActorCriticHyperparams,
+    "a2c": A2CHyperparams,
+    "a3c": A3CHyperparams,
+}

@@ -13,7 +13,7 @@ Leaves: ``reward.weights.<term>``, ``reward.term_params.<term>.<param>`` (numeri
 ``reward.gamma``, ``speeds.<predators|preys>``, ``stamina.<predators|preys>``,
 ``capture_threshold`` and ``max_steps`` (integer leaves take the rounded value), and the
 algorithm's traced hyperparameters by name (``learning_rate``, ``ent_coef``, ...; declared with
-``param(..., traced=True)`` in :mod:`ppage_jax.config.hyperparams`, e.g. ``ent_coef:
+``param(..., traced=True)`` in :mod:`ppage_jax.config.experiment.base`, e.g. ``ent_coef:
 {schedule: linear, from: 0.05, to: 0.0, end: 1000000}``). Schedules, over the env steps one
 seed has taken before an update:
 
@@ -34,11 +34,11 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ppage_jax.config.algorithms import ALGORITHM_PARAMS
 from ppage_jax.config.env_spec import env_spec
+from ppage_jax.config.experiment.algorithms import ALGORITHM_PARAMS
+from ppage_jax.config.experiment.base import checks, traced_names
+from ppage_jax.config.experiment.roles import ROLE_KEYS
 from ppage_jax.config.fields import FLOAT32_MAX, INT32_MAX, Field
-from ppage_jax.config.hyperparams import checks, traced_names
-from ppage_jax.config.roles import ROLE_KEYS
 from ppage_jax.config.schema import REWARD_TERMS
 
 KINDS = ("constant", "linear", "cosine", "step")
