@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -19,7 +19,7 @@ from jax.typing import ArrayLike
 
 from ppage_jax import stages
 from ppage_jax.actions import action_table, noop_action
-from ppage_jax.config.env_spec import EnvSpec, SpecError
+from ppage_jax.config.env_spec import EnvSpec, RewardTerm, SpecError
 from ppage_jax.env.checks import (
     action_array,
     action_fault,
@@ -41,7 +41,7 @@ from ppage_jax.observations import (
     global_state_size,
     make_observation,
 )
-from ppage_jax.rewards.compose import RewardComposer, checked_entries
+from ppage_jax.rewards.compose import RewardComposer
 from ppage_jax.rewards.registry import Choice
 from ppage_jax.state import NO_TRUNCATION, UNLIMITED_STAMINA, EnvParams, Layout, State, Structure
 from ppage_jax.types import Actions, Flag, GlobalState, Info, Key, Observations, Rewards
@@ -119,7 +119,7 @@ class GridWorld:
         self.action_type = spec.action_type
         self.action_table = action_table(self.action_type)
         self.noop_action = noop_action(self.action_type)
-        self.composer = RewardComposer(checked_entries(spec.rewards), self.layout)
+        self.composer = RewardComposer(spec.rewards, self.layout)
         try:
             self.observation: ObservationBuilder = make_observation(
                 spec.observation_type, self.layout, spec.observation_kwargs, spec.per_agent_kwargs
@@ -205,6 +205,24 @@ class GridWorld:
             finite_float32(f"weight of {name!r}", value)
             new = new.at[..., index].set(jnp.asarray(value, jnp.float32))
         return params.replace(reward=params.reward.replace(weights=new))
+
+    def with_rewards(
+        self, terms: Sequence[RewardTerm], gamma: float, params: EnvParams | None = None
+    ) -> EnvParams:
+        """``params`` (default: ``default_params``) with the reward of ``terms`` (weights,
+        term params, roles) and discount ``gamma``, in this env's term structure: ``terms``
+        names each of this env's terms once, in any order (a term kept out of a design at
+        weight 0), so params of other designs share this env's compiled programs."""
+        given = {t.name: t for t in terms}
+        if sorted(given) != sorted(self.reward_terms) or len(given) != len(terms):
+            raise ValueError(
+                f"reward terms {[t.name for t in terms]} do not match this env's terms "
+                f"{list(self.reward_terms)}: give each of them once (a term a design lacks "
+                "at weight 0)"
+            )
+        ordered = [given[name] for name in self.reward_terms]
+        reward = RewardComposer(ordered, self.layout).default_params(gamma)
+        return self._params(params).replace(reward=reward)
 
     def with_term_params(self, params: EnvParams, term: str, **values: Any) -> EnvParams:
         """New params with some of one term's params replaced (numbers; Choice by name)."""

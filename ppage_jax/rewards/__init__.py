@@ -1,7 +1,7 @@
 """Reward terms: registry, the shipped terms, and the composer."""
 
 from ppage_jax.rewards import base, potential, shaping  # noqa: F401  (register the shipped terms)
-from ppage_jax.rewards.compose import RewardComposer, TermEntry, term_entries
+from ppage_jax.rewards.compose import RewardComposer, TermEntry
 from ppage_jax.rewards.registry import (
     CaptureEvents,
     Choice,
@@ -25,6 +25,5 @@ __all__ = [
     "register_potential",
     "register_reward",
     "reward_terms",
-    "term_entries",
     "unregister_reward",
 ]

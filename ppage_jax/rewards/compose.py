@@ -21,7 +21,7 @@ from ppage_jax.config import (
     register_spec_check,
     register_validator,
 )
-from ppage_jax.config.env_spec import RewardTerm, SpecError, section_terms
+from ppage_jax.config.env_spec import RewardTerm, SpecError
 from ppage_jax.rewards.registry import (
     CaptureEvents,
     Choice,
@@ -44,12 +44,6 @@ class TermEntry:
     weight: float
     params: Mapping[str, Any]
     applies_to: str
-
-
-def term_entries(rewards: Mapping[str, Any]) -> list[TermEntry]:
-    """The configured terms of a validated ``rewards`` config section in order: ``base`` (if
-    enabled), then the ``shaping`` list."""
-    return checked_entries(section_terms(rewards))
 
 
 def checked_entries(terms: Sequence[RewardTerm]) -> list[TermEntry]:
@@ -156,11 +150,12 @@ def _checked_column(spec: TermSpec, value: Any, num_agents: int) -> jax.Array:
 
 
 class RewardComposer:
-    """Static structure of the reward: the ordered term names and their functions."""
+    """Static structure of the reward: the ordered term names and their functions, built
+    from reward terms (an EnvSpec's ``rewards``), each checked by :func:`checked_entries`."""
 
-    def __init__(self, entries: Sequence[TermEntry], layout: Layout):
-        self.entries = tuple(entries)
-        self.names = tuple(e.name for e in entries)
+    def __init__(self, terms: Sequence[RewardTerm], layout: Layout):
+        self.entries = tuple(checked_entries(terms))
+        self.names = tuple(e.name for e in self.entries)
         self.specs = tuple(get_term(n) for n in self.names)
         self.layout = layout
         self._is_predator = layout.is_predator

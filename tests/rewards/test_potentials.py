@@ -15,7 +15,8 @@ import pytest
 from reward_testing import LEFT, NOOP, RIGHT, YMINUS, env_a, env_b, run_turn, with_terms
 
 import ppage_jax as pj
-from ppage_jax.rewards.compose import RewardComposer, term_entries
+from ppage_jax.config.env_spec import RewardTerm
+from ppage_jax.rewards.compose import RewardComposer
 
 GAMMA = 0.99
 PILE_ON = dict(
@@ -90,12 +91,8 @@ def test_one_argument_potential_and_applies_to():
         return state.positions[:, 0].astype(jnp.float32)
 
     try:
-        rewards = {
-            "base": {"enabled": False, "weight": 1.0, "params": {}},
-            "shaping": [{"name": "test_potential_x", "weight": 2.0}],
-        }
         env = env_a()
-        composer = RewardComposer(term_entries(rewards), env.layout)
+        composer = RewardComposer([RewardTerm("test_potential_x", 2.0)], env.layout)
         params = composer.default_params(0.5)
         _, start = env.reset_to(
             jnp.asarray([[0, 0], [1, 0], [2, 0], [3, 0], [4, 4]]), jnp.asarray([[0, 4], [1, 4]])

@@ -270,3 +270,22 @@ def test_docs_reward_term_example_runs(capsys):
     speeds = np.asarray(env.default_params.speeds)
     np.testing.assert_array_equal(terms[:, 2], -2.0 * speeds * (free_prey & cornered))
     assert terms[:, 2].tolist() == [0, 0, 0, 0, 0, -6.0]  # prey_3 at (4, 1), speed 3
+
+
+def test_with_rewards_gives_a_design_in_the_env_structure():
+    """``env.with_rewards``: the env's own terms give its default reward; terms in another
+    order land in the env's columns; a term missing or foreign is refused."""
+    env = pj.make(pj.load_config(ABLATION / "both"))
+    own = env.spec.rewards
+    same = env.with_rewards(own, env.spec.gamma)
+    for a, b in zip(jax.tree.leaves(same), jax.tree.leaves(env.default_params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    swapped = [pj.RewardTerm(t.name, 7.0 if t.name == "survival" else t.weight) for t in own]
+    params = env.with_rewards(swapped[::-1], 0.5)
+    assert params.structure == env.default_params.structure
+    assert float(params.reward.weights[env.reward_terms.index("survival")]) == 7.0
+    assert float(params.reward.gamma) == 0.5
+    with pytest.raises(ValueError, match="do not match this env's terms"):
+        env.with_rewards(own[:-1], 0.99)
+    with pytest.raises(ValueError, match="do not match this env's terms"):
+        env.with_rewards((*own, pj.RewardTerm("base")), 0.99)

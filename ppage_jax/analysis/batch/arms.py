@@ -13,7 +13,7 @@ from typing import Any
 from ppage_jax.analysis.batch.reading import SpecReader, display_path
 from ppage_jax.analysis.batch.spec import Arm
 from ppage_jax.config import SECTIONS, Config, load_config
-from ppage_jax.rewards.compose import TermEntry, term_entries
+from ppage_jax.config.env_spec import RewardTerm, env_spec
 from ppage_jax.rewards.registry import (
     APPLIES_TO,
     Choice,
@@ -53,13 +53,13 @@ def read_arm(
         _check_same_structure(read, where, arm_config, base_config)
         return Arm(
             name,
-            tuple(term_entries(arm_config["rewards"])),
+            env_spec(arm_config).rewards,
             float(arm_config["rewards"]["gamma"]),
             display_path(directory),
             hyperparams,
         )
 
-    entries = {e.name: e for e in term_entries(base_config["rewards"])}
+    terms = {t.name: t for t in env_spec(base_config).rewards}
     known = reward_terms()
     weights = read.mapping(f"{where}.weights", spec.get("weights"))
     for term, weight in weights.items():
@@ -67,26 +67,25 @@ def read_arm(
         if term not in known:
             read.fail(key, weight, f"unknown reward term; {known_terms_help()}")
         weight = read.number(key, weight)
-        if term in entries:
-            entries[term] = dataclasses.replace(entries[term], weight=weight)
+        if term in terms:
+            terms[term] = dataclasses.replace(terms[term], weight=weight)
         else:
-            term_spec = get_term(term)
-            entries[term] = TermEntry(term, weight, term_spec.defaults(), term_spec.applies_to)
+            terms[term] = RewardTerm(term, weight)
     disable = spec.get("disable") or []
     if not isinstance(disable, list):
         read.fail(f"{where}.disable", disable, "must be a list of term names")
     for term in disable:
-        if term not in entries:
+        if term not in terms:
             read.fail(
-                f"{where}.disable", term, f"is not a term of this arm; its terms: {list(entries)}"
+                f"{where}.disable", term, f"is not a term of this arm; its terms: {list(terms)}"
             )
-        entries[term] = dataclasses.replace(entries[term], weight=0.0)
+        terms[term] = dataclasses.replace(terms[term], weight=0.0)
     for term, values in read.mapping(f"{where}.params", spec.get("params")).items():
         key = f"{where}.params.{term}"
-        if term not in entries:
-            read.fail(key, values, f"is not a term of this arm; its terms: {list(entries)}")
+        if term not in terms:
+            read.fail(key, values, f"is not a term of this arm; its terms: {list(terms)}")
         values = read.mapping(key, values)
-        params = dict(entries[term].params)
+        params = dict(terms[term].params)
         for param, value in values.items():
             declared = declared_param(read, f"{key}.{param}", value, term, param)
             if isinstance(declared, Choice):
@@ -95,17 +94,17 @@ def read_arm(
             else:
                 value = read.number(f"{key}.{param}", value)
             params[param] = value
-        entries[term] = dataclasses.replace(entries[term], params=params)
+        terms[term] = dataclasses.replace(terms[term], params=params)
     for term, role in read.mapping(f"{where}.applies_to", spec.get("applies_to")).items():
         key = f"{where}.applies_to.{term}"
-        if term not in entries:
-            read.fail(key, role, f"is not a term of this arm; its terms: {list(entries)}")
+        if term not in terms:
+            read.fail(key, role, f"is not a term of this arm; its terms: {list(terms)}")
         if role not in APPLIES_TO:
             read.fail(key, role, f"must be one of {list(APPLIES_TO)}")
-        entries[term] = dataclasses.replace(entries[term], applies_to=role)
+        terms[term] = dataclasses.replace(terms[term], applies_to=role)
     return Arm(
         name,
-        tuple(entries.values()),
+        tuple(terms.values()),
         float(base_config["rewards"]["gamma"]),
         f"{display_path(base_config.path)} + edits",
         hyperparams,

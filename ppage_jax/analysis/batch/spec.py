@@ -15,22 +15,29 @@ from typing import Any
 from ppage_jax.analysis.batch.reading import display_path
 from ppage_jax.analysis.family.declare import AnalysisSpec
 from ppage_jax.config import Config
+from ppage_jax.config.env_spec import RewardTerm
 from ppage_jax.defaults import VERSION
 from ppage_jax.env import GridWorld, make
-from ppage_jax.rewards.compose import RewardComposer, TermEntry
+from ppage_jax.rewards.compose import TermEntry, checked_entries
 from ppage_jax.state import EnvParams
 
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-    """One reward design: its configured terms (defaults filled) and discount."""
+    """One reward design: its reward terms (as an EnvSpec holds them) and discount."""
 
     name: str
-    entries: tuple[TermEntry, ...]
+    terms: tuple[RewardTerm, ...]
     gamma: float
     source: str
     # traced training hyperparameters this arm sets (ppage_jax.train.kit.traced)
     hyperparams: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def entries(self) -> list[TermEntry]:
+        """The terms as the composer reads them: checked, params completed with the
+        declared defaults, each term's role filled in."""
+        return checked_entries(self.terms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,23 +75,16 @@ class SweepSpec:
 
     @property
     def terms(self) -> tuple[str, ...]:
-        return tuple(e.name for e in union_entries(self.arms))
+        return tuple(t.name for t in union_terms(self.arms))
 
     def make_env(self) -> GridWorld:
         return make(self.config)
 
     def arm_params(self, env: GridWorld) -> list[EnvParams]:
-        """Each arm's EnvParams in the shared structure (absent terms at weight 0)."""
-        out = []
-        for arm in self.arms:
-            own = {e.name: e for e in arm.entries}
-            entries = [
-                own.get(e.name, dataclasses.replace(e, weight=0.0))
-                for e in union_entries(self.arms)
-            ]
-            reward = RewardComposer(entries, env.layout).default_params(arm.gamma)
-            out.append(env.default_params.replace(reward=reward))
-        return out
+        """Each arm's EnvParams from ``env`` (built from :attr:`config`) in the shared
+        structure (absent terms at weight 0)."""
+        union = union_terms(self.arms)
+        return [env.with_rewards(shared_terms(arm, union), arm.gamma) for arm in self.arms]
 
     def arm_hyperparams(self) -> list[dict[str, float]]:
         """Each arm's traced training hyperparameters: every name some arm sets, at the
@@ -132,19 +132,26 @@ class SweepSpec:
         }
 
 
-def union_entries(arms: Iterable[Arm]) -> list[TermEntry]:
+def union_terms(arms: Iterable[Arm]) -> list[RewardTerm]:
     """The shared term structure of ``arms``: every term some arm has, in order of first
-    appearance, with the first arm's entry of it."""
-    seen: dict[str, TermEntry] = {}
+    appearance, with the first arm's term of that name."""
+    seen: dict[str, RewardTerm] = {}
     for arm in arms:
-        for entry in arm.entries:
-            seen.setdefault(entry.name, entry)
+        for term in arm.terms:
+            seen.setdefault(term.name, term)
     return list(seen.values())
+
+
+def shared_terms(arm: Arm, union: Iterable[RewardTerm]) -> tuple[RewardTerm, ...]:
+    """``arm``'s terms in the structure ``union``: the arm's own term of each name, a term
+    it lacks at weight 0."""
+    own = {t.name: t for t in arm.terms}
+    return tuple(own.get(t.name, dataclasses.replace(t, weight=0.0)) for t in union)
 
 
 def shared_config(config: Config, arms: tuple[Arm, ...], sets: dict) -> Config:
     """The base config rewritten to hold the union of every arm's terms."""
-    union = union_entries(arms)
+    union = checked_entries(union_terms(arms))
     shaping = [
         {"name": e.name, "weight": e.weight, "params": dict(e.params), "applies_to": e.applies_to}
         for e in union

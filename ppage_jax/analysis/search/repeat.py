@@ -125,9 +125,9 @@ def with_design_terms(arm: Arm, spec: SearchSpec) -> Arm:
     references train beside a pick (:func:`~.reevaluate.reevaluate`)."""
     import dataclasses
 
-    own = {e.name: e for e in arm.entries}
-    design = [own.pop(e.name, dataclasses.replace(e, weight=0.0)) for e in spec.design.entries]
-    return dataclasses.replace(arm, entries=(*design, *own.values()))
+    own = {t.name: t for t in arm.terms}
+    design = [own.pop(t.name, dataclasses.replace(t, weight=0.0)) for t in spec.design.terms]
+    return dataclasses.replace(arm, terms=(*design, *own.values()))
 
 
 def reevaluate_references(

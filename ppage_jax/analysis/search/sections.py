@@ -24,8 +24,8 @@ from ppage_jax.analysis.batch.spec import Arm
 from ppage_jax.analysis.search.space import KINDS, SCALES, Dimension
 from ppage_jax.analysis.search.strategies import STRATEGIES
 from ppage_jax.config import Config, float32_number, float32_problem
+from ppage_jax.config.env_spec import env_spec
 from ppage_jax.config.experiment.section import planned_updates
-from ppage_jax.rewards.compose import term_entries
 from ppage_jax.rewards.registry import Choice, known_terms_help, reward_terms
 
 # What a named setting (search.settings.<name>: small for a 2-core CPU, full for an
@@ -140,7 +140,7 @@ def space_weights(read: SpecReader, space: dict, weights: dict, config: Config) 
     design lacks added at weight 0 (with the term's defaults)."""
     known = reward_terms()
     weights = dict(weights)
-    present = {e.name for e in term_entries(config["rewards"])}
+    present = {t.name for t in env_spec(config).rewards}
     for key in space:
         parts = str(key).split(".")
         if parts[0] == "weights" and len(parts) == 2:

@@ -93,19 +93,19 @@ def candidate_arm(
     design: Arm, dims: Sequence[Dimension], values: Sequence[float], name: str
 ) -> Arm:
     """``design`` with each dimension set to its value, named ``name``."""
-    entries = {e.name: e for e in design.entries}
+    terms = {t.name: t for t in design.terms}
     hyper = dict(design.hyperparams)
     for dim, value in zip(dims, values, strict=True):
         value = float(value)
         if dim.kind == "hyperparams":
             hyper[dim.name] = value
         elif dim.kind == "weights":
-            entries[dim.name] = dataclasses.replace(entries[dim.name], weight=value)
+            terms[dim.name] = dataclasses.replace(terms[dim.name], weight=value)
         else:
-            params = dict(entries[dim.name].params)
+            params = dict(terms[dim.name].params)
             params[dim.param_name] = value
-            entries[dim.name] = dataclasses.replace(entries[dim.name], params=params)
-    return Arm(name, tuple(entries.values()), design.gamma, f"{design.source} + search", hyper)
+            terms[dim.name] = dataclasses.replace(terms[dim.name], params=params)
+    return Arm(name, tuple(terms.values()), design.gamma, f"{design.source} + search", hyper)
 
 
 # A value within this share of its box's width (in the searched scale) lies on a bound.

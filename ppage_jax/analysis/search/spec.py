@@ -46,7 +46,13 @@ from ppage_jax.analysis.batch.reading import (
     open_spec_file,
     read_eval,
 )
-from ppage_jax.analysis.batch.spec import Arm, SweepSpec, shared_config, union_entries
+from ppage_jax.analysis.batch.spec import (
+    Arm,
+    SweepSpec,
+    shared_config,
+    shared_terms,
+    union_terms,
+)
 from ppage_jax.analysis.search.sections import (
     Comparison,
     PBTSettings,
@@ -376,11 +382,8 @@ def _read_references(
 def _with_shared_terms(design: Arm, references: tuple[Arm, ...]) -> Arm:
     """``design`` in the one term structure of the design and the references (the terms it
     lacks at weight 0)."""
-    union = union_entries((design, *references))
-    own = {e.name: e for e in design.entries}
     return dataclasses.replace(
-        design,
-        entries=tuple(own.get(e.name, dataclasses.replace(e, weight=0.0)) for e in union),
+        design, terms=shared_terms(design, union_terms((design, *references)))
     )
 
 
