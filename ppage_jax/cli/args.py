@@ -137,6 +137,22 @@ def add_config_arguments(parser: argparse.ArgumentParser, required: bool = True)
     )
 
 
+def add_output_arguments(parser: argparse.ArgumentParser, overwrite_help: str) -> None:
+    """``--overwrite`` (help ``overwrite_help``), ``--no-progress`` and ``--logger``: the
+    output flags of the commands that write a run, a sweep or a search."""
+    from ppage_jax.tracking.loggers import add_logger_argument
+
+    parser.add_argument("--overwrite", action="store_true", help=overwrite_help)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_logger_argument(parser)
+
+
+def flags_given(flags: Sequence[tuple[str, object]]) -> list[str]:
+    """The names of the ``(flag, value)`` pairs whose value was given (truthy): the flags
+    that ``--resume``, which brings its own, refuses beside it."""
+    return [flag for flag, value in flags if value]
+
+
 def load_cli_config(args: argparse.Namespace):
     """Load ``args.config`` with the ``--set`` overrides applied."""
     from ppage_jax.config import load_config, parse_override

@@ -37,13 +37,14 @@ from ppage_jax.cli.args import (
     EXIT_DIVERGED,
     add_config_arguments,
     add_import_argument,
+    add_output_arguments,
+    flags_given,
     import_flags,
     import_user_modules,
     load_cli_config,
 )
 from ppage_jax.compilation.times import CompileTimes
 from ppage_jax.defaults import VERSION
-from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.tracking.status import phase, refreshing
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
@@ -74,13 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="continue the interrupted run in RUN_DIR from its last checkpoint "
         "(with its own config.yaml)",
     )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the run already in --out (its artifacts and checkpoints)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    add_logger_argument(parser)
+    add_output_arguments(parser, "replace the run already in --out (its artifacts and checkpoints)")
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -105,17 +100,15 @@ def open_run(args: argparse.Namespace) -> tuple[Path, Config, bool, DirectoryLoc
     from ppage_jax.config import load_config
     from ppage_jax.train.run import report
 
-    given = [
-        flag
-        for flag, value in (
+    given = flags_given(
+        [
             ("CONFIG_DIR", args.config),
             ("--set", args.overrides),
             ("--experiment", args.experiment),
             ("--out", args.out),
             ("--overwrite", args.overwrite),
-        )
-        if value
-    ]
+        ]
+    )
     if given:
         raise OutputError(
             f"--resume continues {args.resume} with its own "

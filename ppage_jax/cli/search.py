@@ -19,10 +19,10 @@ from ppage_jax.artifacts import DirectoryLock, prepare_output_dir
 from ppage_jax.cli.args import (
     UsageError,
     add_import_argument,
+    add_output_arguments,
     import_flags,
     import_user_modules,
 )
-from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 
@@ -86,13 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue the search in the output directory from its last finished generation",
     )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the search in the output directory",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    add_logger_argument(parser)
+    add_output_arguments(parser, "replace the search in the output directory")
     add_import_argument(parser)
 
 

@@ -24,12 +24,13 @@ from ppage_jax.artifacts import DirectoryLock, OutputError, prepare_output_dir
 from ppage_jax.cli.args import (
     EXIT_BAD_INPUT,
     add_import_argument,
+    add_output_arguments,
     add_set_argument,
+    flags_given,
     import_flags,
     import_user_modules,
     positive_int,
 )
-from ppage_jax.tracking.loggers import add_logger_argument
 from ppage_jax.train.run.interrupt import EXIT_INTERRUPTED, StopRequest
 
 MULTI_PROCESS = True
@@ -113,11 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="continue the interrupted sweep in OUT_DIR (its sweep file, "
         "overrides and arms are read from OUT_DIR/manifest.json)",
     )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace the sweep already in the output directory"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    add_logger_argument(parser)
+    add_output_arguments(parser, "replace the sweep already in the output directory")
     add_import_argument(parser)
     distributed.add_arguments(parser)
 
@@ -145,9 +142,8 @@ def _source(args: argparse.Namespace) -> dict:
 
 
 def _resumed_source(args: argparse.Namespace) -> dict:
-    given = [
-        flag
-        for flag, value in (
+    given = flags_given(
+        [
             ("SWEEP.yaml", args.sweep),
             ("--set", args.overrides),
             ("--seeds", args.seeds),
@@ -158,9 +154,8 @@ def _resumed_source(args: argparse.Namespace) -> dict:
             ("--memory-budget", args.memory_budget),
             ("--layout", args.layout),
             ("--overwrite", args.overwrite),
-        )
-        if value
-    ]
+        ]
+    )
     if given:
         raise OutputError(
             f"--resume continues the sweep recorded in {args.resume}; drop {', '.join(given)}"
