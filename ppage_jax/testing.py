@@ -58,23 +58,8 @@ __all__ = [
     "sample_substeps",
 ]
 
-REWARD_RULES = (
-    "runs",
-    "params",
-    "shape",
-    "dtype",
-    "inputs_untouched",
-    "finite",
-    "deterministic",
-    "jit",
-    "vmap",
-    "zero_without_prey",
-    "bounds",
-    "docstring",
-)
-OBSERVATION_RULES = (
-    "builds",
-    "runs",
+# The rules reward terms and observation builders share, in the order both run them.
+_SHARED_RULES = (
     "shape",
     "dtype",
     "inputs_untouched",
@@ -83,6 +68,8 @@ OBSERVATION_RULES = (
     "jit",
     "vmap",
 )
+REWARD_RULES = ("runs", "params", *_SHARED_RULES, "zero_without_prey", "bounds", "docstring")
+OBSERVATION_RULES = ("builds", "runs", *_SHARED_RULES)
 MUST_PASS = ("runs", "builds", "finite")  # every other rule can be skipped
 DEFAULT_ENV = EnvSpec(
     size=5,

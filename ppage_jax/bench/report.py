@@ -100,17 +100,32 @@ def throughput_table(results: Iterable[Mapping[str, Any]], bytes_format: str = "
     """Markdown lines of the per-config, per-batch throughput table of ``results``
     (:class:`Result` dicts), header first; ``bytes_format`` formats the bytes per state
     (``","``: with thousands separators)."""
-    lines = [
-        "| config | batch | env-steps/s | agent-steps/s | compile s | bytes/state |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for d in results:
-        r = Result.from_dict(d)
-        lines.append(
-            f"| {r.name} | {r.batch} | {r.env_steps_per_s:,.0f} | "
-            f"{r.agent_steps_per_s:,.0f} | {r.compile_s:.2f} | {r.bytes_per_state:{bytes_format}} |"
+    rows = (
+        (
+            r.name,
+            r.batch,
+            f"{r.env_steps_per_s:,.0f}",
+            f"{r.agent_steps_per_s:,.0f}",
+            f"{r.compile_s:.2f}",
+            f"{r.bytes_per_state:{bytes_format}}",
         )
-    return lines
+        for r in map(Result.from_dict, results)
+    )
+    columns = ("config", "batch", "env-steps/s", "agent-steps/s", "compile s", "bytes/state")
+    return markdown_table(columns, rows)
+
+
+def markdown_table(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1
+) -> list[str]:
+    """The lines of a Markdown table: the ``columns`` header, the rule (the first ``left``
+    columns aligned left, the rest right) and a line per row of cells (``str()`` of each)."""
+    rule = "".join("|---" if i < left else "|---:" for i in range(len(columns)))
+    return [_table_line(columns), f"{rule}|", *map(_table_line, rows)]
+
+
+def _table_line(cells: Sequence[Any]) -> str:
+    return "| " + " | ".join(map(str, cells)) + " |"
 
 
 def format_report(report: Mapping[str, Any]) -> str:
@@ -122,22 +137,28 @@ def format_report(report: Mapping[str, Any]) -> str:
         *throughput_table(report["scaling"]),
     ]
     if report["oracle"]:
+        oracle = map(Result.from_dict, report["oracle"])
         lines += [
             "",
-            "| NumPy oracle (1 grid, obs built each step) | env-steps/s | agent-steps/s |",
-            "|---|---:|---:|",
+            *markdown_table(
+                ("NumPy oracle (1 grid, obs built each step)", "env-steps/s", "agent-steps/s"),
+                (
+                    (r.name, f"{r.env_steps_per_s:,.0f}", f"{r.agent_steps_per_s:,.0f}")
+                    for r in oracle
+                ),
+            ),
         ]
-        for d in report["oracle"]:
-            r = Result.from_dict(d)
-            lines.append(f"| {r.name} | {r.env_steps_per_s:,.0f} | {r.agent_steps_per_s:,.0f} |")
     if report["first_step"]:
         lines += [
             "",
-            "| config | batch | make -> first auto-reset step, wall s | same, process CPU s |",
-            "|---|---:|---:|---:|",
+            *markdown_table(
+                ("config", "batch", "make -> first auto-reset step, wall s", "same, process CPU s"),
+                (
+                    (d["name"], d["batch"], f"{d['wall']:.2f}", f"{d['cpu']:.2f}")
+                    for d in report["first_step"]
+                ),
+            ),
         ]
-        for d in report["first_step"]:
-            lines.append(f"| {d['name']} | {d['batch']} | {d['wall']:.2f} | {d['cpu']:.2f} |")
     if report["peers"]:
         peers = [Result.from_dict(d) for d in report["peers"]]
         ref = peers[0].env_steps_per_s
@@ -149,15 +170,27 @@ def format_report(report: Mapping[str, Any]) -> str:
             "",
             *(f"- `{name}`: {meaning}." for name, meaning in legend.items()),
             "",
-            f"| at batch {peers[0].batch} | reset | env-steps/s | agent-steps/s | "
-            f"ratio to first row |",
-            "|---|---|---:|---:|---:|",
+            *markdown_table(
+                (
+                    f"at batch {peers[0].batch}",
+                    "reset",
+                    "env-steps/s",
+                    "agent-steps/s",
+                    "ratio to first row",
+                ),
+                (
+                    (
+                        r.name,
+                        r.mode,
+                        f"{r.env_steps_per_s:,.0f}",
+                        f"{r.agent_steps_per_s:,.0f}",
+                        f"{r.env_steps_per_s / ref:.2f}",
+                    )
+                    for r in peers
+                ),
+                left=2,
+            ),
         ]
-        for r in peers:
-            lines.append(
-                f"| {r.name} | {r.mode} | {r.env_steps_per_s:,.0f} | "
-                f"{r.agent_steps_per_s:,.0f} | {r.env_steps_per_s / ref:.2f} |"
-            )
         rate = {r.name: r.env_steps_per_s for r in peers}
         for ours, theirs in PEER_RATIOS:
             if ours in rate and theirs in rate:

@@ -24,7 +24,7 @@ from ppage_jax.episodes.stats import episode_stats_init
 from ppage_jax.policies import Policy
 from ppage_jax.sharding import batch_sharding, make_mesh, replicate, to_host
 from ppage_jax.state import EnvParams
-from ppage_jax.stats.survival import BOOTSTRAP_REPS, survival_summary
+from ppage_jax.stats.survival import BOOTSTRAP_REPS, Bootstrap, survival_summary
 from ppage_jax.wrappers import BatchedAutoResetEnv
 
 # The evaluation rows of a run, in table order: predators against the same prey, then prey
@@ -127,7 +127,7 @@ def summarize_episodes(
         )
         summary.update(
             survival_summary(
-                length, captured, summary["horizon"], reps=reps, seed=seed, strata=groups
+                length, captured, summary["horizon"], Bootstrap(reps, seed=seed), strata=groups
             )
         )
     if reps <= 0:

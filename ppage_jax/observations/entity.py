@@ -3,6 +3,7 @@ per obstacle (world coordinates, or offsets from the observer plus the wall dist
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -40,15 +41,8 @@ def absolute(
     distance_type: str = "euclidean",
 ) -> ObservationBuilder:
     """PPAGE's absolute (world coordinates, Euclidean by default): 7N + 3O features."""
-    return _entity_builder(
-        "absolute",
-        layout,
-        relative=False,
-        include_agents=include_agents,
-        include_obstacles=include_obstacles,
-        include_walls=False,
-        distance_type=distance_type,
-    )
+    options = _Options(False, include_agents, include_obstacles, False, distance_type)
+    return _entity_builder("absolute", layout, options)
 
 
 @register_observation(
@@ -70,27 +64,23 @@ def relative(
 ) -> ObservationBuilder:
     """PPAGE's relative (offsets other - self, Manhattan by default, 4 wall distances at the
     end, zeros unless include_walls): 7N + 3O + 4 features."""
-    return _entity_builder(
-        "relative",
-        layout,
-        relative=True,
-        include_agents=include_agents,
-        include_obstacles=include_obstacles,
-        include_walls=include_walls,
-        distance_type=distance_type,
-    )
+    options = _Options(True, include_agents, include_obstacles, include_walls, distance_type)
+    return _entity_builder("relative", layout, options)
 
 
-def _entity_builder(
-    name: str,
-    layout: Layout,
-    *,
-    relative: bool,
-    include_agents: bool,
-    include_obstacles: bool,
-    include_walls: bool,
-    distance_type: str,
-) -> ObservationBuilder:
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """What an entity observation holds: offsets from the observer (``relative``) or world
+    coordinates, which blocks are switched on, and the distance it measures."""
+
+    relative: bool
+    include_agents: bool
+    include_obstacles: bool
+    include_walls: bool
+    distance_type: str
+
+
+def _entity_builder(name: str, layout: Layout, options: _Options) -> ObservationBuilder:
     """absolute / relative: own block, one block per other agent, per obstacle (+ walls).
 
     Own: [x, y, type_id, team_base, team_idx, speed, captured] (x, y = 0, 0 when relative).
@@ -100,6 +90,8 @@ def _entity_builder(
     """
     n, n_obs, size = layout.num_agents, layout.num_obstacles, layout.size
     others, team = other_agents(layout), team_features(layout)
+    relative, distance_type = options.relative, options.distance_type
+    include_agents, include_obstacles = options.include_agents, options.include_obstacles
 
     def build(state: State, params: EnvParams) -> jax.Array:
         pos = state.positions
@@ -138,7 +130,7 @@ def _entity_builder(
             walls = jnp.stack(
                 [pos[:, 0], size - 1 - pos[:, 0], pos[:, 1], size - 1 - pos[:, 1]], axis=1
             )
-            blocks.append(as_f32(walls) * include_walls)
+            blocks.append(as_f32(walls) * options.include_walls)
         return jnp.concatenate(blocks, axis=1)
 
     # per other agent [x, y, dist, type_id, team_base, team_idx, captured], per obstacle
@@ -153,15 +145,7 @@ def _entity_builder(
         radius=size - 1,
         own=None if relative else (0, 1),
     )
-    bounds = functools.partial(
-        _bounds,
-        layout,
-        relative=relative,
-        include_agents=include_agents,
-        include_obstacles=include_obstacles,
-        include_walls=include_walls,
-        distance_type=distance_type,
-    )
+    bounds = functools.partial(_bounds, layout, options)
     features = 7 * n + 3 * n_obs + (4 if relative else 0)
     return ObservationBuilder(name, features, build, bounds=bounds, slots=slots)
 
@@ -179,22 +163,15 @@ def _euclid_max(layout: Layout) -> np.float32:
     return np.nextafter(d, np.float32(np.inf))
 
 
-def _bounds(
-    layout: Layout,
-    *,
-    relative: bool,
-    include_agents: bool,
-    include_obstacles: bool,
-    include_walls: bool,
-    distance_type: str,
-) -> Bounds:
+def _bounds(layout: Layout, options: _Options) -> Bounds:
     """Coordinates in [0, size-1] (offsets in [-(size-1), size-1]), distances up to the
     diagonal (Euclidean, or 2(size-1) Manhattan), team features exact, speeds up to the
     largest; switched-off blocks stay 0."""
     n, s1 = layout.num_agents, layout.size - 1
+    relative, include_agents = options.relative, options.include_agents
     team, others = team_features(layout), other_agents(layout)
     prey = is_prey(layout)
-    far = _euclid_max(layout) if distance_type == "euclidean" else np.float32(2 * s1)
+    far = _euclid_max(layout) if options.distance_type == "euclidean" else np.float32(2 * s1)
     lo_xy, hi_xy = (-s1, s1) if relative else (0, s1)
     cols = BoundsColumns(n)
     own_xy = 0 if relative else s1
@@ -232,10 +209,10 @@ def _bounds(
     cols.add(low.reshape(n, -1), high.reshape(n, -1))
     k = layout.num_obstacles
     cols.add(
-        np.tile(np.array([lo_xy, lo_xy, 0]) * include_obstacles, k),
-        np.tile(np.array([hi_xy, hi_xy, far]) * include_obstacles, k),
+        np.tile(np.array([lo_xy, lo_xy, 0]) * options.include_obstacles, k),
+        np.tile(np.array([hi_xy, hi_xy, far]) * options.include_obstacles, k),
         width=3 * k,
     )
     if relative:
-        cols.add(0, s1 * include_walls, width=4)
+        cols.add(0, s1 * options.include_walls, width=4)
     return cols.result()

@@ -13,7 +13,8 @@ these estimators use the censored episodes too.
   ``min(T, horizon)``, always finite. With every uncaptured episode censored exactly at the
   horizon it equals the mean episode length.
 - :func:`survival_summary`: both with percentile-bootstrap CIs (episodes resampled with
-  replacement, within each stratum when ``strata`` is given).
+  replacement, within each stratum when ``strata`` is given) as a :class:`Bootstrap` sets
+  them: its resamples, confidence and seed.
 - :func:`rmst_ratio`: one policy's RMST over another's on the same layouts, with a paired
   bootstrap CI (the layouts resampled together), the honest "x baseline" figure.
 
@@ -22,11 +23,10 @@ Every function accepts ``times`` (non-negative) and ``events`` (bool: captured) 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
-
-from ppage_jax.stats.bootstrap import Interval
 
 BOOTSTRAP_REPS = 2000
 
@@ -120,64 +120,63 @@ def _resample(rng: np.random.Generator, strata: np.ndarray, reps: int) -> np.nda
     return out
 
 
-def _interval(point: float, samples: np.ndarray, confidence: float, exact: bool) -> Interval:
-    tail = (1 - confidence) / 2
-    method = "inverted_cdf" if exact else "linear"  # order statistics keep inf intact
-    low, high = np.quantile(samples, [tail, 1 - tail], method=method)
-    return Interval(float(point), float(low), float(high))
+@dataclasses.dataclass(frozen=True)
+class Bootstrap:
+    """A percentile bootstrap: ``reps`` resamples (0: no interval), the interval's
+    ``confidence`` in (0, 1) and the ``seed`` of the resampling."""
+
+    reps: int = BOOTSTRAP_REPS
+    confidence: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
+
+    def interval(self, samples: np.ndarray, exact: bool) -> list[float]:
+        """The interval ``[low, high]`` of the resampled statistic ``samples``; ``exact``
+        takes order statistics (which keep ``inf`` intact) instead of interpolating."""
+        tail = (1 - self.confidence) / 2
+        method = "inverted_cdf" if exact else "linear"
+        low, high = np.quantile(samples, [tail, 1 - tail], method=method)
+        return [float(low), float(high)]
 
 
 def survival_summary(
-    times,
-    events,
-    horizon: float,
-    reps: int = BOOTSTRAP_REPS,
-    confidence: float = 0.95,
-    seed: int = 0,
-    strata=None,
+    times, events, horizon: float, bootstrap: Bootstrap | None = None, strata=None
 ) -> dict:
-    """``km_median``, ``rmst`` and (``reps > 0``) their percentile-bootstrap CIs
-    ``km_median_ci``, ``rmst_ci`` as ``[low, high]``. ``strata`` (e.g. the training seed of
-    each episode) keeps each stratum's episode count in every resample. A median CI bound may
-    be ``inf`` (the resampled curve never reached 0.5)."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    """``km_median``, ``rmst`` and (``bootstrap.reps > 0``) their percentile-bootstrap CIs
+    ``km_median_ci``, ``rmst_ci`` as ``[low, high]`` (default :class:`Bootstrap`). ``strata``
+    (e.g. the training seed of each episode) keeps each stratum's episode count in every
+    resample. A median CI bound may be ``inf`` (the resampled curve never reached 0.5)."""
+    bootstrap = Bootstrap() if bootstrap is None else bootstrap
     grid, index, e = _on_grid(times, events)
     surv = _curves(grid, index, e)
     out: dict[str, Any] = {
         "km_median": float(_median(grid, surv)),
         "rmst": float(_rmst(grid, surv, horizon)),
     }
-    if reps > 0:
+    if bootstrap.reps > 0:
         n = index.size
         strata = np.zeros(n, np.int64) if strata is None else np.asarray(strata).reshape(-1)
         if strata.size != n:
             raise ValueError(f"strata has {strata.size} entries for {n} episodes")
-        picks = _resample(np.random.default_rng(seed), strata, reps)
+        picks = _resample(np.random.default_rng(bootstrap.seed), strata, bootstrap.reps)
         boot = _curves(grid, index[picks], e[picks])
-        median = _interval(out["km_median"], _median(grid, boot), confidence, exact=True)
-        mean = _interval(out["rmst"], _rmst(grid, boot, horizon), confidence, exact=False)
-        out["km_median_ci"] = [median.low, median.high]
-        out["rmst_ci"] = [mean.low, mean.high]
+        out["km_median_ci"] = bootstrap.interval(_median(grid, boot), exact=True)
+        out["rmst_ci"] = bootstrap.interval(_rmst(grid, boot, horizon), exact=False)
     return out
 
 
 def rmst_ratio(
-    times,
-    events,
-    base_times,
-    base_events,
-    horizon: float,
-    reps: int = BOOTSTRAP_REPS,
-    confidence: float = 0.95,
-    seed: int = 0,
+    times, events, base_times, base_events, horizon: float, bootstrap: Bootstrap | None = None
 ) -> dict:
     """``ratio``: the RMST of ``(times, events)`` over the RMST of ``(base_times,
-    base_events)``, episode ``j`` of both played from the same layout, and (``reps > 0``)
-    ``ratio_ci`` ``[low, high]``: the percentile bootstrap with the layouts resampled jointly
-    (paired), so layout difficulty, shared by both policies, cancels out of the interval."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    base_events)``, episode ``j`` of both played from the same layout, and
+    (``bootstrap.reps > 0``, default :class:`Bootstrap`) ``ratio_ci`` ``[low, high]``: the
+    percentile bootstrap with the layouts resampled jointly (paired), so layout difficulty,
+    shared by both policies, cancels out of the interval."""
+    bootstrap = Bootstrap() if bootstrap is None else bootstrap
     top, bottom = _on_grid(times, events), _on_grid(base_times, base_events)
     n = top[1].size
     if bottom[1].size != n:
@@ -191,10 +190,9 @@ def rmst_ratio(
         return top_mean / bottom_mean
 
     out: dict[str, Any] = {"ratio": float(ratio(np.arange(n)))}
-    if reps > 0:
-        picks = np.random.default_rng(seed).integers(0, n, (reps, n))
-        ci = _interval(out["ratio"], ratio(picks), confidence, exact=False)
-        out["ratio_ci"] = [ci.low, ci.high]
+    if bootstrap.reps > 0:
+        picks = np.random.default_rng(bootstrap.seed).integers(0, n, (bootstrap.reps, n))
+        out["ratio_ci"] = bootstrap.interval(ratio(picks), exact=False)
     return out
 
 

@@ -30,7 +30,7 @@ def test_all_censored():
     assert S.rmst(times, events, 7) == 7.0  # nothing is known to end
     assert S.rmst(times, events, 10) == 10.0
     assert not S.capture_curve(times, events, 7).any()
-    summary = S.survival_summary(times, events, 7, reps=50)
+    summary = S.survival_summary(times, events, 7, S.Bootstrap(50))
     assert summary["km_median"] == np.inf and summary["km_median_ci"] == [np.inf, np.inf]
     assert summary["rmst_ci"] == [7.0, 7.0]
 
@@ -54,7 +54,7 @@ def test_censoring_at_the_horizon_gives_the_mean_of_min_t_horizon():
 
 
 def test_bootstrap_intervals():
-    summary = S.survival_summary(TIMES, EVENTS, 5, reps=400, seed=1)
+    summary = S.survival_summary(TIMES, EVENTS, 5, S.Bootstrap(400, seed=1))
     assert summary["km_median"] == 5.0 and summary["rmst"] == pytest.approx(4.0)
     low, high = summary["rmst_ci"]
     assert 2.0 <= low < 4.0 < high <= 5.0
@@ -63,25 +63,25 @@ def test_bootstrap_intervals():
     # strata keeps half captured in every replicate: S = 1/2 after turn 1, so the median is
     # 1 and the RMST 1 + 9/2 every time. Pooled resampling varies.
     times, events, strata = [1, 1, 10, 10], [True, True, False, False], [0, 0, 1, 1]
-    fixed = S.survival_summary(times, events, 10, reps=300, strata=strata)
+    fixed = S.survival_summary(times, events, 10, S.Bootstrap(300), strata=strata)
     assert fixed["rmst_ci"] == [5.5, 5.5] and fixed["km_median_ci"] == [1.0, 1.0]
-    pooled = S.survival_summary(times, events, 10, reps=300)
+    pooled = S.survival_summary(times, events, 10, S.Bootstrap(300))
     assert pooled["rmst_ci"][0] < 5.5 < pooled["rmst_ci"][1]
-    assert "rmst_ci" not in S.survival_summary(times, events, 10, reps=0)
+    assert "rmst_ci" not in S.survival_summary(times, events, 10, S.Bootstrap(0))
 
 
 def test_rmst_ratio_is_paired_over_layouts():
     # Every layout takes the first policy half as long as the second: RMST 2.5 against 5.0,
     # and each paired resample keeps that ratio exactly, however hard the layouts drawn.
     fast, slow, captured = [1, 2, 3, 4], [2, 4, 6, 8], [True] * 4
-    out = S.rmst_ratio(fast, captured, slow, captured, 100, reps=300)
+    out = S.rmst_ratio(fast, captured, slow, captured, 100, S.Bootstrap(300))
     assert out["ratio"] == 0.5 and out["ratio_ci"] == [0.5, 0.5]
     # With censoring at the horizon: (2 + 500) / 2 over (4 + 500) / 2; a resample of the
     # first layout only gives 2 / 4, of the second only 500 / 500.
-    out = S.rmst_ratio([2, 500], [True, False], [4, 500], [True, False], 500, reps=300)
+    out = S.rmst_ratio([2, 500], [True, False], [4, 500], [True, False], 500, S.Bootstrap(300))
     assert out["ratio"] == pytest.approx(251 / 252)
     assert 0.5 <= out["ratio_ci"][0] < 251 / 252 < out["ratio_ci"][1] <= 1.0
-    assert "ratio_ci" not in S.rmst_ratio(fast, captured, slow, captured, 100, reps=0)
+    assert "ratio_ci" not in S.rmst_ratio(fast, captured, slow, captured, 100, S.Bootstrap(0))
     with pytest.raises(ValueError, match="equal counts"):
         S.rmst_ratio([1, 2], [True, True], [1], [True], 10)
 

@@ -4,6 +4,7 @@ violations, and early-termination / stalling incentives (see the package docstri
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -201,36 +202,38 @@ def _ordering_flags(policies: list[dict], settings: AuditSettings) -> list[dict]
     return flags
 
 
+# One row per role whose episode-ending payoff is checked against what it could get by going
+# on: the role, the continuation it is compared with, the comparison that flags it (ending
+# payoff first), the flag's kind, and its message.
+_TERMINATION_CHECKS = (
+    (
+        "prey",
+        "worst_continuation",
+        operator.gt,
+        "early_termination",
+        "prey: being captured pays {ending:.2f}, more than the worst continuation seen "
+        "({continuation:.2f} discounted from a visited state): prey gain by getting caught",
+    ),
+    (
+        "predator",
+        "best_continuation",
+        operator.lt,
+        "stalling",
+        "predators: capturing pays {ending:.2f}, less than the best continuation seen "
+        "({continuation:.2f} discounted from a visited state, capture payoffs excluded): "
+        "predators gain by not capturing",
+    ),
+)
+
+
 def _termination_flags(termination: dict) -> list[dict]:
     flags = []
-    prey = termination.get("prey")
-    if (
-        prey
-        and prey["worst_continuation"] is not None
-        and prey["ending_payoff"] > prey["worst_continuation"]
-    ):
-        flags.append(
-            _flag(
-                "early_termination",
-                f"prey: being captured pays {prey['ending_payoff']:.2f}, more "
-                f"than the worst continuation seen ({prey['worst_continuation']:.2f} discounted "
-                f"from a visited state): prey gain by getting caught",
-                role="prey",
-            )
-        )
-    pred = termination.get("predator")
-    if (
-        pred
-        and pred["best_continuation"] is not None
-        and pred["best_continuation"] > pred["ending_payoff"]
-    ):
-        flags.append(
-            _flag(
-                "stalling",
-                f"predators: capturing pays {pred['ending_payoff']:.2f}, less than the "
-                f"best continuation seen ({pred['best_continuation']:.2f} discounted from a "
-                f"visited state, capture payoffs excluded): predators gain by not capturing",
-                role="predator",
-            )
-        )
+    for role, key, flags_it, kind, message in _TERMINATION_CHECKS:
+        entry = termination.get(role)
+        if not entry or entry[key] is None:
+            continue
+        ending, continuation = entry["ending_payoff"], entry[key]
+        if flags_it(ending, continuation):
+            text = message.format(ending=ending, continuation=continuation)
+            flags.append(_flag(kind, text, role=role))
     return flags

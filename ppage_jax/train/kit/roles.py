@@ -33,27 +33,12 @@ def baseline_policies(role: str) -> dict[str, Callable[..., Policy]]:
     return dict(policies.PREDATOR_POLICIES if role == "predator" else policies.PREY_POLICIES)
 
 
-def role_policy_actions(
-    tc: TrainConfig,
-    role: str,
-    name: str,
-    key: jax.Array,
-    obs: jax.Array,
-    state: State,
-    params: EnvParams,
-    actions: jax.Array,
-) -> jax.Array:
-    """Set the actions of ``role``'s rows in int32[E, A] ``actions`` from baseline ``name``
-    (or a :class:`FrozenPolicy`)."""
-    rows = tc.agents_of(role)
-    if len(rows) == 0:
-        return actions
+def fixed_policy(tc: TrainConfig, role: str, name: str, params: EnvParams) -> Policy:
+    """The policy ``role`` plays instead of learning: baseline ``name`` (or a
+    :class:`FrozenPolicy`)."""
     if isinstance(name, FrozenPolicy):
-        policy = name.policy(tc.env, params)
-    else:
-        policy = baseline_policies(role)[name](tc.env, params)
-    fixed = jax.vmap(policy)(jax.random.split(key, obs.shape[0]), obs, state)
-    return actions.at[:, rows].set(fixed[:, rows].astype(jnp.int32))
+        return name.policy(tc.env, params)
+    return baseline_policies(role)[name](tc.env, params)
 
 
 def fixed_role_actions(
@@ -70,10 +55,12 @@ def fixed_role_actions(
     ``obs`` float32[E, A, F], ``state`` batched, ``actions`` int32[E, A] -> int32[E, A].
     """
     for i, (role, name) in enumerate(zip(ROLES, tc.roles, strict=True)):
-        if name != LEARN:
-            actions = role_policy_actions(
-                tc, role, name, jax.random.fold_in(key, i), obs, state, params, actions
-            )
+        rows = tc.agents_of(role)
+        if name == LEARN or len(rows) == 0:
+            continue
+        keys = jax.random.split(jax.random.fold_in(key, i), obs.shape[0])
+        fixed = jax.vmap(fixed_policy(tc, role, name, params))(keys, obs, state)
+        actions = actions.at[:, rows].set(fixed[:, rows].astype(jnp.int32))
     return actions
 
 
