@@ -35,7 +35,20 @@ class Choice:
 
 
 @pytree_dataclass
-class RewardContext:
+class PotentialContext:
+    """What a potential phi(state, ctx) may read besides the state: layout and its params."""
+
+    is_predator: jax.Array
+    params: Mapping[str, jax.Array]
+    grid_size: int = static_field()
+
+    @property
+    def is_prey(self) -> jax.Array:
+        return ~self.is_predator
+
+
+@pytree_dataclass
+class RewardContext(PotentialContext):
     """Read-only view a reward term gets for one sub-step.
 
     ``prev`` and ``state`` are the states before and after the sub-step's move and capture;
@@ -46,13 +59,6 @@ class RewardContext:
     prev: State
     state: State
     events: CaptureEvents
-    is_predator: jax.Array
-    params: Mapping[str, jax.Array]
-    grid_size: int = static_field()
-
-    @property
-    def is_prey(self) -> jax.Array:
-        return ~self.is_predator
 
     @property
     def free_prey(self) -> jax.Array:
@@ -64,19 +70,6 @@ class RewardContext:
         """bool[A]: agents standing on an obstacle cell after this sub-step."""
         x, y = self.state.positions[:, 0], self.state.positions[:, 1]
         return self.state.obstacle_map[y, x]
-
-
-@pytree_dataclass
-class PotentialContext:
-    """What a potential phi(state, ctx) may read besides the state: layout and its params."""
-
-    is_predator: jax.Array
-    params: Mapping[str, jax.Array]
-    grid_size: int = static_field()
-
-    @property
-    def is_prey(self) -> jax.Array:
-        return ~self.is_predator
 
 
 @dataclasses.dataclass(frozen=True)

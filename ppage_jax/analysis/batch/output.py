@@ -9,11 +9,11 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ppage_jax.artifacts import OutputError, write_json
+from ppage_jax.artifacts import OutputError, inside, remove_partial_files, write_json
 
 MANIFEST = "manifest.json"
 
@@ -91,3 +91,14 @@ class OutputWriter:
 
     def _commit(self) -> None:
         write_json(self.dir / MANIFEST, self.manifest, indent=1)
+
+    def _settle(self, folders: Sequence[str], what: str) -> None:
+        """Make ``folders`` (one linked elsewhere is refused: ``what`` names it), drop the
+        partial files a killed run left in the directory and in them, then commit the
+        manifest and write the description."""
+        for sub in folders:
+            inside(self.dir, sub, what).mkdir(exist_ok=True)
+        for folder in (self.dir, *(self.dir / sub for sub in folders)):
+            remove_partial_files(folder)
+        self._commit()
+        self.write_description()

@@ -48,9 +48,7 @@ from ppage_jax.artifacts import (
     OutputError,
     clear_output,
     fault,
-    inside,
     prepare_output_dir,
-    remove_partial_files,
     write_bytes,
     write_json,
     write_text,
@@ -137,12 +135,7 @@ class SearchWriter(OutputWriter):
                 "generations": [],
                 "reevaluated": False,
             }
-        for sub in (GENERATIONS, REEVAL):  # a folder linked elsewhere is refused
-            inside(self.dir, sub, "search folder").mkdir(exist_ok=True)
-            remove_partial_files(self.dir / sub)
-        remove_partial_files(self.dir)
-        self._commit()
-        self.write_description()
+        self._settle((GENERATIONS, REEVAL), "search folder")
 
     # ---------------------------------------------------------------- state
     def finished(self) -> list[int]:

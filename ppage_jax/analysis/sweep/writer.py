@@ -44,9 +44,7 @@ from ppage_jax.artifacts import (
     OutputError,
     clear_output,
     fault,
-    inside,
     prepare_output_dir,
-    remove_partial_files,
     write_text,
 )
 
@@ -155,11 +153,7 @@ class SweepWriter(OutputWriter):
                 "layout": None,
                 "chunks": {},
             }
-        inside(self.dir, CHUNKS, "chunk folder").mkdir(exist_ok=True)  # not a link
-        remove_partial_files(self.dir)
-        remove_partial_files(self.dir / CHUNKS)
-        self._commit()
-        self.write_description()
+        self._settle((CHUNKS,), "chunk folder")
 
     def _earlier_description(self) -> dict:
         """The sweep.json an earlier call wrote (its compile time, chunk size and the
