@@ -360,6 +360,12 @@ def fault(point: str, path: str | os.PathLike | None = None) -> None:
         os.kill(os.getpid(), sig)
 
 
+def fault_armed(point: str) -> bool:
+    """Whether ``PPAGE_JAX_FAULT`` names ``point`` (a hook that must first let the state it
+    names settle, such as a checkpoint written in the background)."""
+    return _fault_action(point) is not None
+
+
 def fault_soon(point: str, delay: float = 0.2) -> None:
     """Like :func:`fault`, but from a timer thread after ``delay`` seconds, while the main
     thread is busy in native code (compiling)."""

@@ -122,8 +122,11 @@ def test_a_checkpoint_that_does_not_fit_is_one_quiet_error(disk, tiny_tc, capfd)
     metrics = {"active": np.ones((1, 2), bool)}
     numbers = np.random.default_rng(0).random(50_000)
     checkpoints.save(2, {"x": numbers[:8_000]}, metrics, False, 1)
+    checkpoints.wait()  # a save commits in the background: complete once waited for
+    assert checkpoints.last_update == 2
     with pytest.raises(OSError) as err:
         checkpoints.save(4, {"x": numbers}, metrics, False, 1)
+        checkpoints.wait()  # its write error comes when it completes
     assert (err.value.errno, err.value.filename) == (28, str(disk / "checkpoints" / "4"))
     assert checkpoints.steps() == [2] and _leftovers(disk) == []
     assert capfd.readouterr() == ("", "")

@@ -281,8 +281,15 @@ class TrainingCheckpoints:
         self.tc = tc
         self.every = checkpoint_interval(tc, every)
         self.saved = 0  # saves by this process
-        self.last_update: int | None = None
+        self.last_update: int | None = None  # the newest complete checkpoint of this process
         self._manager = None
+        # (update, folder, new, threads before it, its quiet) of a save not yet complete
+        self._pending: (
+            tuple[int, Path, bool, set[threading.Thread], contextlib.ExitStack] | None
+        ) = None
+        # saves commit in Orbax's background threads while training goes on (one process:
+        # with several, each save's barriers stay in step with the training's collectives)
+        self.in_background = jax.process_count() == 1
 
     # ---------------------------------------------------------------- orbax plumbing
     def _open(self):
@@ -423,7 +430,9 @@ class TrainingCheckpoints:
     def save(
         self, updates: int, runner: Any, metrics: dict, finished: bool, chunk_size: int
     ) -> Path:
-        """Write the checkpoint of update ``updates`` (complete once this returns)."""
+        """Write the checkpoint of update ``updates``: in the background in a single process
+        (Orbax commits it while training goes on; :meth:`wait`, the next save or
+        :meth:`close` completes it), at once with several processes."""
         import orbax.checkpoint as ocp
 
         leaves = jax.tree.leaves(runner)
@@ -446,36 +455,62 @@ class TrainingCheckpoints:
         # (restore) and zero-size metrics are rebuilt from their shape.
         history_saved = [h if h.size else np.zeros(1, h.dtype) for h in history]
         meta["empty_history"] = [list(h.shape) if not h.size else None for h in history]
+        self.wait()  # the previous save complete (or its write error raised) first
         manager = self._open()
         target = self.directory / str(updates)
         kept = set(manager.all_steps())
         threads = set(threading.enumerate())
         failure: OSError | None = None
-        with _quiet_save():
+        # quiet from the start of the save to its end, which comes in wait()
+        quiet = contextlib.ExitStack()
+        quiet.enter_context(_quiet_save())
+        try:
+            manager.save(
+                int(updates),
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave({"leaves": stored}),
+                    history=ocp.args.StandardSave({"leaves": history_saved}),
+                    meta=ocp.args.JsonSave(meta),
+                ),
+                force=True,
+            )
+            self.saved += 1
+            # testing hook: killed (or a full disk) while Orbax writes
+            fault(f"checkpoint:{self.saved}", target)
+        except Exception as err:  # a full disk, a vanished directory: Orbax wraps them
+            failure = write_error(err, target)
+            self._abandon(int(updates) not in kept, target, threads)
+        if failure is not None:  # Orbax's failed futures log when collected: now, quietly
+            del manager
+            gc.collect()
+            quiet.close()
+            raise failure
+        self._pending = (int(updates), target, int(updates) not in kept, threads, quiet)
+        if not self.in_background:
+            self.wait()
+        return target
+
+    def wait(self) -> None:
+        """Block until the last save is complete on disk; :attr:`last_update` is its update
+        from then on. A write error it met is raised here (one line, naming the path), and
+        what it left is removed, so the checkpoints before it are the newest again."""
+        if self._pending is None:
+            return
+        updates, target, new, threads, quiet = self._pending
+        self._pending = None
+        failure: OSError | None = None
+        with quiet:
             try:
-                manager.save(
-                    int(updates),
-                    args=ocp.args.Composite(
-                        state=ocp.args.StandardSave({"leaves": stored}),
-                        history=ocp.args.StandardSave({"leaves": history_saved}),
-                        meta=ocp.args.JsonSave(meta),
-                    ),
-                    force=True,
-                )
-                self.saved += 1
-                # testing hook: killed (or a full disk) while Orbax writes
-                fault(f"checkpoint:{self.saved}", target)
-                manager.wait_until_finished()
-            except Exception as err:  # a full disk, a vanished directory: Orbax wraps them
+                if self._manager is not None:
+                    self._manager.wait_until_finished()
+            except Exception as err:
                 failure = write_error(err, target)
-                self._abandon(int(updates) not in kept, target, threads)
-            if failure is not None:  # Orbax's failed futures log when collected: now, quietly
-                del manager
+                self._abandon(new, target, threads)
+            if failure is not None:
                 gc.collect()
         if failure is not None:
             raise failure
-        self.last_update = int(updates)
-        return target
+        self.last_update = updates
 
     def _abandon(self, new: bool, target: Path, threads: set[threading.Thread]) -> None:
         """After a failed save: close the manager, wait for the save's threads (started
@@ -495,6 +530,13 @@ class TrainingCheckpoints:
             shutil.rmtree(path, ignore_errors=True)
 
     def close(self) -> None:
+        """Complete the last save (raising its write error) and close the checkpoints."""
+        try:
+            self.wait()
+        finally:
+            self._close_manager()
+
+    def _close_manager(self) -> None:
         if self._manager is not None:
             self._manager.wait_until_finished()
             self._manager.close()

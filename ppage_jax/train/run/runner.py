@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ppage_jax import distributed
-from ppage_jax.artifacts import fault, fault_soon
+from ppage_jax.artifacts import fault, fault_armed, fault_soon
 from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
@@ -133,6 +133,14 @@ def _batch_seeds(batch_seeds: bool | None, num_seeds: int, multi: bool) -> bool:
             f"{num_seeds} seeds on {jax.process_count()} process(es)"
         )
     return bool(batch_seeds)
+
+
+def _hook(point: str, checkpoints: TrainingCheckpoints | None) -> None:
+    """Testing hook ``point`` (:func:`~ppage_jax.artifacts.fault`), met with the checkpoint
+    saved before it complete on disk (saves commit in the background)."""
+    if checkpoints is not None and fault_armed(point):
+        checkpoints.wait()
+    fault(point)
 
 
 def _check_everywhere(
@@ -273,6 +281,8 @@ class _ChunkLoop:
                 )
             except DivergenceError as err:
                 err.metrics = _concat(run.rows + [metrics])
+                if checkpoints is not None:
+                    checkpoints.wait()
                 err.checkpoint = checkpoints.last_update if checkpoints is not None else None
                 raise
         run.runner = following
@@ -293,12 +303,12 @@ class _ChunkLoop:
             whole = gather_rows(run.runner) if run.multi else run.runner
             checkpoints.save(run.done, whole, _concat(run.rows), run.finished, run.size)
             del whole  # not kept alive beside the next chunks' runners
-            fault(f"between:{checkpoints.saved}")  # testing hook: killed between chunks
+            _hook(f"between:{checkpoints.saved}", checkpoints)  # killed between chunks
         if not self.prefetch:
             go_on, pending = self.dispatch_next()
         if go_on:
             self.chunks += 1
-            fault(f"chunk:{self.chunks}")  # testing hook: killed while a chunk runs
+            _hook(f"chunk:{self.chunks}", checkpoints)  # killed while a chunk runs
         else:
             self.stopped = not run.finished
         self.host_seconds += time.perf_counter() - host_start
@@ -365,6 +375,8 @@ def run_training(
         tc, params, curriculum, compiled, run, check, checkpoints, stop, on_chunk, prefetch
     )
     loop.go()
+    if checkpoints is not None:
+        checkpoints.wait()  # the last checkpoint complete on disk
     runner = run.runner
     jax.block_until_ready(runner)
     if run.multi:
