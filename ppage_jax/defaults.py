@@ -18,6 +18,12 @@ APPLIES_TO = (*ROLES, "all")
 
 SECTIONS = ("env", "agents", "observations", "rewards", "actions", "experiment")
 
+# Reset seeds of the reward audit's held-out block: episode i starts from
+# PRNGKey(AUDIT_SEED + i).
+AUDIT_SEED = 900_000
+# Pixels per grid cell of a rendered frame.
+DEFAULT_CELL_PX = 32
+
 # Called before a config is checked, each registers reward terms, potentials or observation
 # builders with their config checks. The package's __init__ adds the shipped ones, so the
 # config layer checks against the registries without importing the layers above it.

@@ -37,10 +37,8 @@ from ppage_jax.rewards.registry import (
     Choice,
     TermSpec,
     get_term,
-    register_potential,
-    register_reward,
-    reward_terms,
-    unregister_reward,
+    registered_for_now,
+    term_of,
 )
 from ppage_jax.state import EnvParams, State
 from ppage_jax.types import Replaceable, pytree_dataclass
@@ -330,26 +328,18 @@ def _term_spec(
     elif not callable(term):
         raise TypeError(f"term must be a registered name or a function, got {term!r}")
     else:
-        spec = next((get_term(n) for n in reward_terms() if get_term(n).fn is term), None)
-    if spec is not None:
-        if params is not None:
-            raise ValueError(
-                f"{spec.name!r} is registered with its own params; pass params "
-                "only for an unregistered function"
-            )
-        yield spec
+        spec = term_of(term)
+    if spec is None:
+        assert not isinstance(term, str)  # a name is registered (get_term raised otherwise)
+        with registered_for_now(term, params, potential) as spec:
+            yield spec
         return
-    assert not isinstance(term, str)  # a name is registered (get_term raised otherwise)
-    base = getattr(term, "__name__", "term")
-    name = next(
-        n for n in (base, *(f"{base}_{i}" for i in range(2, 1000))) if n not in reward_terms()
-    )
-    register = register_potential if potential else register_reward
-    register(name, params=params)(term)
-    try:
-        yield get_term(name)
-    finally:
-        unregister_reward(name)
+    if params is not None:
+        raise ValueError(
+            f"{spec.name!r} is registered with its own params; pass params "
+            "only for an unregistered function"
+        )
+    yield spec
 
 
 def _check_bounds(

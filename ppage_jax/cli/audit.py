@@ -20,10 +20,7 @@ from ppage_jax.cli.args import (
     positive_int,
     seed_number,
 )
-
-# ppage_jax.analysis.audit's AUDIT_SEED, written here so that the parser loads no JAX
-# (tests/cli/test_cli_imports.py checks that the two agree).
-AUDIT_SEED = 900_000
+from ppage_jax.defaults import AUDIT_SEED
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

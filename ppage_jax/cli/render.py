@@ -21,6 +21,7 @@ from ppage_jax.cli.args import (
     positive_int,
     seed_number,
 )
+from ppage_jax.defaults import DEFAULT_CELL_PX
 
 # A GIF stores each frame's time in hundredths of a second (at most 655.35 s; the last
 # frame is held 5 times as long); pixels per cell and a frame's side are capped so that a
@@ -28,9 +29,6 @@ from ppage_jax.cli.args import (
 MIN_FPS, MAX_FPS = 0.01, 100.0
 MAX_CELL_PX = 256
 MAX_FRAME_PX = 4096
-# ppage_jax.viz.frames's DEFAULT_CELL_PX, written here so that the parser loads no JAX
-# (tests/cli/test_cli_imports.py checks that the two agree).
-DEFAULT_CELL_PX = 32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

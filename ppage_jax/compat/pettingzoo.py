@@ -52,10 +52,10 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from ppage_jax.compat.bounds import global_state_bounds, observation_bounds
 from ppage_jax.compat.spec import ConfigLike, facts_of, grid_facts, grid_world, resolve
 from ppage_jax.compat.window import Window
-from ppage_jax.defaults import defaults
+from ppage_jax.defaults import DEFAULT_CELL_PX, defaults
 from ppage_jax.env import GridWorld
 from ppage_jax.state import EnvParams, State
-from ppage_jax.viz.frames import DEFAULT_CELL_PX, render
+from ppage_jax.viz.frames import render
 
 RENDER_MODES = ("human", "rgb_array")
 

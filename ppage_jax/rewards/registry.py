@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -192,3 +193,23 @@ def get_term(name: str) -> TermSpec:
         return _TERMS[name]
     except KeyError:
         raise KeyError(f"unknown reward term {name!r}; {known_terms_help()}") from None
+
+
+def term_of(fn: Callable) -> TermSpec | None:
+    """The registered term whose function is ``fn``; None when it is not registered."""
+    return next((spec for spec in _TERMS.values() if spec.fn is fn), None)
+
+
+@contextlib.contextmanager
+def registered_for_now(
+    fn: Callable[..., jax.Array], params: Mapping[str, Any] | None = None, potential: bool = False
+) -> Iterator[TermSpec]:
+    """``fn`` registered (a term, or a potential) under the first free name of its own
+    (``fn.__name__``, then ``<name>_2``, ...) with ``params`` for the block, then removed."""
+    base = getattr(fn, "__name__", "term")
+    name = next(n for n in (base, *(f"{base}_{i}" for i in range(2, 1000))) if n not in _TERMS)
+    _register(name, potential, params, "all")(fn)
+    try:
+        yield _TERMS[name]
+    finally:
+        unregister_reward(name)

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppage_jax.defaults import DEFAULT_CELL_PX
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import record_one
 from ppage_jax.policies import Policy, random_policy
@@ -42,7 +43,6 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "stack_badge": (255, 215, 64),
     "stack_count": (0, 0, 0),
 }
-DEFAULT_CELL_PX = 32
 
 # 3x5 bitmaps of the digits 0-9 (rows top to bottom, "#" = ink).
 _DIGIT_ROWS = (

@@ -14,10 +14,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from ppage_jax.defaults import DEFAULT_CELL_PX
 from ppage_jax.env import GridWorld
 from ppage_jax.policies import Policy
 from ppage_jax.state import EnvParams
-from ppage_jax.viz.frames import DEFAULT_CELL_PX, render_episode, write_gif
+from ppage_jax.viz.frames import render_episode, write_gif
 
 GIF_FILE = "episode.gif"
 

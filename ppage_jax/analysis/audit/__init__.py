@@ -30,8 +30,9 @@ Modules: ``settings`` (what is played and judged), ``rollouts`` (the compiled ep
 """
 
 from ppage_jax.analysis.audit.report import format_audit_report
-from ppage_jax.analysis.audit.settings import AUDIT_SEED, AuditSettings, parse_policy_pairs
+from ppage_jax.analysis.audit.settings import AuditSettings, parse_policy_pairs
 from ppage_jax.analysis.audit.summary import audit_rewards
+from ppage_jax.defaults import AUDIT_SEED
 
 __all__ = [
     "AUDIT_SEED",

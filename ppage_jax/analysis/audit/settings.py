@@ -8,11 +8,10 @@ import itertools
 
 import numpy as np
 
+from ppage_jax.defaults import AUDIT_SEED
 from ppage_jax.env import GridWorld
 from ppage_jax.policies import PREDATOR_POLICIES, PREY_POLICIES
 
-# Reset seeds of the audit's held-out block: episode i starts from PRNGKey(AUDIT_SEED + i).
-AUDIT_SEED = 900_000
 TASK_TERM = "base"
 ROLE_TITLES = {"predator": "predators", "prey": "prey"}
 
