@@ -413,3 +413,19 @@ def test_ppage_jax_run_replays_the_schedule_to_the_re_evaluated_bits(tmp_path):
     again = run_pbt(spec, out, progress=False, resume=True)
     assert again["generations_run"] == 0
     assert {p: (out / p).read_bytes() for p in written} == written
+
+
+@pytest.mark.slow  # trains a population and re-evaluates its pick
+def test_a_learner_without_parameters_re_evaluates_every_seed(tmp_path):
+    """The random learner has no policy to stack over seeds: its evaluation is one row of
+    episodes, which every re-evaluated seed reads (it used to fail at the second seed)."""
+    import csv
+
+    spec = load_search(write_pbt(tmp_path / "s.yaml", pbt={"population": 4, "interval": 2}))
+    seeds = spec.reevaluate.seeds
+    assert seeds >= 2
+    run_pbt(spec, tmp_path / "out", progress=False)
+    with (tmp_path / "out/reevaluation/results.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r["arm"] == "selected"]
+    rmst = {r["seed"]: r["value"] for r in rows if r["metric"] == "rmst"}
+    assert len(rmst) == seeds and len(set(rmst.values())) == 1

@@ -137,9 +137,12 @@ def replay_schedule(spec: SearchSpec, part: SweepSpec, setup: RunSetup) -> tuple
     recorder = SweepRecorder(setup.loggers, Path(setup.out_dir) / "reevaluation", part)
     results: dict = {}
     rows: list = []
+    # a learner without parameters (random) plays one policy: one row of episodes, the
+    # same for every seed
+    per_seed = len(played["captured"]) == part.seeds
     for j in range(part.seeds):
         seed = part.train_seed + j
-        episodes = take(played, j)
+        episodes = take(played, j if per_seed else 0)
         result_j = run_metrics(run_env, episodes, setup.horizon)
         curve = curve_rows(run_env, take(result.metrics, j), tc.env_steps_per_update)
         result_j.update(monitor_run(monitor[selected.name], seed, curve))
