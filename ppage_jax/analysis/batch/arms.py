@@ -51,10 +51,11 @@ def read_arm(
         directory = read.resolve(f"{where}.config", spec["config"], base)
         arm_config = load_config(directory, sets)
         _check_same_structure(read, where, arm_config, base_config)
+        arm_spec = env_spec(arm_config)
         return Arm(
             name,
-            env_spec(arm_config).rewards,
-            float(arm_config["rewards"]["gamma"]),
+            arm_spec.rewards,
+            float(arm_spec.gamma),
             display_path(directory),
             hyperparams,
         )
@@ -105,7 +106,7 @@ def read_arm(
     return Arm(
         name,
         tuple(terms.values()),
-        float(base_config["rewards"]["gamma"]),
+        float(env_spec(base_config).gamma),
         f"{display_path(base_config.path)} + edits",
         hyperparams,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, NoReturn, overload
 
 from ppage_jax.config import PACKAGED_CONFIGS, Config, ConfigError, load_yaml
+from ppage_jax.config.env_spec import env_spec
 
 # How the trained policy acts in evaluation: its greedy actions, or actions sampled from it
 # (stochastic learners such as IPPO).
@@ -168,7 +169,7 @@ def read_eval(read: SpecReader, where: str, ev: dict, config: Config, episodes: 
                 block.policy,
                 f"algorithm {name!r} has no stochastic policy to sample; use 'greedy'",
             )
-    if block.max_steps is None and config["env"]["termination"]["max_steps"] is None:
+    if block.max_steps is None and env_spec(config).max_steps is None:
         read.fail(
             f"{where}.max_steps",
             None,

@@ -269,7 +269,7 @@ def check_stall_margin(
         )
     from ppage_jax.rewards.registry import get_term
 
-    size = int(config["env"]["size"])
+    size = env_spec(config).size
     for entry in design.entries:
         if entry.name in direct:
             params = {k: v for k, v in entry.params.items() if isinstance(v, (int, float))}
@@ -327,7 +327,7 @@ def read_pbt(read: SpecReader, raw: Any, config: Config, runs: int) -> PBTSettin
         exp["episodes"],
         exp["num_envs"],
         exp["algorithm"]["params"]["num_steps"],
-        config["env"]["termination"]["max_steps"],
+        env_spec(config).max_steps,
     )
     population = read.integer("search.pbt.population", pbt.get("population", runs), 1)
     interval = _read_interval(read, pbt, updates)

@@ -542,13 +542,14 @@ def _check_sizes(
     :mod:`ppage_jax.config.experiment.section`), before the strategy starts."""
     exp = config["experiment"]
     num_steps = exp["algorithm"]["params"]["num_steps"]
-    max_steps = config["env"]["termination"]["max_steps"]
+    spec = env_spec(config)
+    max_steps = spec.max_steps
     per_update = exp["num_envs"] * num_steps
     run_steps = per_update * planned_updates(
         exp["total_timesteps"], exp["episodes"], exp["num_envs"], num_steps, max_steps
     )
     runs = population * seeds
-    state_bytes = env_spec(config).state_bytes
+    state_bytes = spec.state_bytes
     for grids, what in (
         (exp["num_envs"], "experiment.num_envs grids, training"),
         (eval_episodes, "search.eval.episodes, evaluation"),
