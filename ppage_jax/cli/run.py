@@ -394,9 +394,9 @@ def finish(
     from ppage_jax.train.run.checkpoint import save_checkpoint
     from ppage_jax.train.run.policy import trained_policy
     from ppage_jax.train.run.report import monitor_table
-    from ppage_jax.viz.inspector import write_run_html
     from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
-    from ppage_jax.viz.run_gif import GIF_FILE, write_run_gif
+    from ppage_jax.viz.run_gif import GIF_FILE
+    from ppage_jax.viz.run_pictures import write_run_pictures
 
     exp = config["experiment"]
     params = tc.env.default_params
@@ -444,8 +444,7 @@ def finish(
         # stochastic learner), seed 0, labelled with that row's RMST.
         policy = trained_policy(tc, result.policies, params, mode="sampled")
         label = picture_label(tc.algorithm, evaluation["rows"]["trained"])
-        write_run_gif(run_dir, tc.env, policy, params, seed=ev["seed"], caption=label)
-        write_run_html(run_dir, tc.env, policy, params, seed=ev["seed"], label=label)
+        write_run_pictures(run_dir, tc.env, policy, params, seed=ev["seed"], label=label)
     if interrupted():
         return EXIT_INTERRUPTED
     summary = run_summary(config, tc, result, rows, evaluation, recorder)

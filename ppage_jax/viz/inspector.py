@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import os
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -27,7 +28,7 @@ from ppage_jax.artifacts import write_text
 from ppage_jax.env import GridWorld
 from ppage_jax.episodes.play import record_one
 from ppage_jax.policies import Policy, random_policy
-from ppage_jax.state import EnvParams
+from ppage_jax.state import EnvParams, State
 from ppage_jax.viz.frames import COLOURS
 from ppage_jax.viz.inspector_page import inspector_page
 
@@ -124,9 +125,25 @@ def record_episode(
     start, (positions, captured, terms, term, trunc) = _recorder(env, policy, max_steps)(
         key, params
     )
-    term, trunc = np.asarray(term), np.asarray(trunc)
+    return episode_record(env, params, start, positions, captured, terms, term, trunc)
+
+
+def episode_record(
+    env: GridWorld,
+    params: EnvParams,
+    start: State,
+    positions: Any,
+    captured: Any,
+    terms: Any,
+    terminated: Any,
+    truncated: Any,
+) -> EpisodeRecord:
+    """The :class:`EpisodeRecord` of an episode recorded turn by turn from ``start`` (its
+    reset state): each turn's ``positions`` and ``captured`` after it, its weighted
+    ``terms`` and end flags, cut after the turn that ends the episode."""
+    term, trunc = np.asarray(terminated), np.asarray(truncated)
     ended = np.flatnonzero(term | trunc)
-    turns = int(ended[0]) + 1 if ended.size else max_steps
+    turns = int(ended[0]) + 1 if ended.size else len(term)
     end = "cut" if not ended.size else "terminated" if term[turns - 1] else "truncated"
     return EpisodeRecord(
         size=env.layout.size,

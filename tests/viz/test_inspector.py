@@ -328,3 +328,26 @@ def test_run_directory_gets_the_gif_episode_as_html(env, policy, tmp_path):
     np.testing.assert_array_equal(
         iio.imread(gif, index=None), iio.imread(tmp_path / "same.gif", index=None)
     )
+
+
+@pytest.mark.slow  # compiles the pictures' program and both separate ones
+def test_the_run_pictures_from_one_recording_are_the_separate_writers_bytes(env, policy, tmp_path):
+    """``ppage-jax run``'s pictures come from one program that records and draws the
+    episode once: the same bytes as the GIF and page written one after the other."""
+    from ppage_jax.viz.run_pictures import write_run_pictures
+
+    apart, together = tmp_path / "my-run", tmp_path / "one" / "my-run"
+    apart.mkdir()
+    together.mkdir(parents=True)
+    label = "chase: seed 0"
+    write_run_gif(apart, env, policy, seed=5, max_steps=MAX_STEPS, caption=label)
+    write_run_html(apart, env, policy, seed=5, max_steps=MAX_STEPS, label=label)
+    gif, html = write_run_pictures(together, env, policy, seed=5, max_steps=MAX_STEPS, label=label)
+    assert (gif.name, html.name) == ("episode.gif", "episode.html")
+    assert gif.read_bytes() == (apart / "episode.gif").read_bytes()
+    assert html.read_bytes() == (apart / "episode.html").read_bytes()
+    short = tmp_path / "short"
+    short.mkdir()
+    write_run_pictures(short, env, policy, seed=5, max_steps=3, label=label)  # cut, not ended
+    assert page_data(short / "episode.html")["end"] == "cut"
+    assert len(iio.imread(short / "episode.gif", index=None)) == 4
