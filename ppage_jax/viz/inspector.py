@@ -218,22 +218,3 @@ def write_episode_html(
     record = record_episode(env, key, policy, params, max_steps)
     write_record_html(path, record, title, fps)
     return record
-
-
-def write_run_html(
-    run_dir: str | os.PathLike,
-    env: GridWorld,
-    policy: Policy,
-    params: EnvParams | None = None,
-    seed: int = 0,
-    max_steps: int = 100,
-    label: str = "trained policy",
-) -> Path:
-    """Write ``run_dir/episode.html``: the episode of
-    :func:`ppage_jax.viz.run_gif.write_run_gif` for the same ``policy``, ``seed`` and
-    ``max_steps``, titled ``"<run_dir name>: <label>, layout seed <seed>"``. Returns the
-    path."""
-    path = Path(run_dir) / HTML_FILE
-    title = f"{Path(run_dir).name}: {label}, layout seed {seed}"
-    write_episode_html(path, env, jax.random.PRNGKey(seed), policy, params, max_steps, title)
-    return path

@@ -2,9 +2,9 @@
 
 ``ppage-jax run`` draws both pictures of the same episode (episode 0 of the evaluation block
 starting at ``seed``). :func:`write_run_pictures` plays it once, in one compiled program that
-records every turn and draws every frame, and writes the same bytes as
-:func:`ppage_jax.viz.run_gif.write_run_gif` and :func:`ppage_jax.viz.inspector.write_run_html`
-called one after the other (each of which plays the episode again).
+records every turn and draws every frame: the GIF is the one
+:func:`ppage_jax.viz.run_gif.write_run_gif` writes, the page the one
+:func:`ppage_jax.viz.inspector.write_episode_html` writes for the same key.
 """
 
 from __future__ import annotations

@@ -96,9 +96,8 @@ def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
 
     from ppage_jax.cli.run import picture_label
     from ppage_jax.train.run.policy import load_run_policy
-    from ppage_jax.viz.inspector import write_run_html
     from ppage_jax.viz.run_figures import plot_learning_curves, read_metrics
-    from ppage_jax.viz.run_gif import write_run_gif
+    from ppage_jax.viz.run_pictures import write_run_pictures
 
     again = tmp_path / run_dir.name  # same name: the page's title names the directory
     again.mkdir()
@@ -118,11 +117,8 @@ def test_run_pictures_are_drawn_from_what_the_run_saved(run_dir, tmp_path):
     label = picture_label("iql", summary["evaluation"]["rows"]["trained"])
     assert label.startswith("iql: trained (greedy) predators vs trained (greedy) prey, seed 0;")
     assert label.endswith(f"RMST {summary['evaluation']['rows']['trained']['rmst']:.1f} turns")
-    gif = write_run_gif(again, env, policy, seed=seed, caption=label)
-    np.testing.assert_array_equal(
-        iio.imread(gif, index=None), iio.imread(run_dir / "episode.gif", index=None)
-    )
-    page = write_run_html(again, env, policy, seed=seed, label=label)
+    gif, page = write_run_pictures(again, env, policy, seed=seed, label=label)
+    assert gif.read_bytes() == (run_dir / "episode.gif").read_bytes()
     assert page.read_text() == (run_dir / "episode.html").read_text()
     with pytest.raises(ValueError, match="seed index 2 is outside the run's 2 seeds"):
         load_run_policy(config, run_dir, seed_index=2)

@@ -22,7 +22,6 @@ from ppage_jax.viz.inspector import (
     record_episode,
     write_episode_html,
     write_record_html,
-    write_run_html,
 )
 from ppage_jax.viz.run_gif import write_run_gif
 
@@ -312,7 +311,9 @@ def test_run_directory_gets_the_gif_episode_as_html(env, policy, tmp_path):
     """episode.html and episode.gif of a run directory show the same episode of any policy."""
     run_dir = tmp_path / "my-run"
     run_dir.mkdir()
-    path = write_run_html(run_dir, env, policy, seed=5, max_steps=MAX_STEPS, label="chase")
+    from ppage_jax.viz.run_pictures import write_run_pictures
+
+    _, path = write_run_pictures(run_dir, env, policy, seed=5, max_steps=MAX_STEPS, label="chase")
     assert path == run_dir / "episode.html"
     data = page_data(path)
     assert data["title"] == "my-run: chase, layout seed 5"
@@ -333,7 +334,7 @@ def test_run_directory_gets_the_gif_episode_as_html(env, policy, tmp_path):
 @pytest.mark.slow  # compiles the pictures' program and both separate ones
 def test_the_run_pictures_from_one_recording_are_the_separate_writers_bytes(env, policy, tmp_path):
     """``ppage-jax run``'s pictures come from one program that records and draws the
-    episode once: the same bytes as the GIF and page written one after the other."""
+    episode once: the same bytes as the GIF and the page of that key written apart."""
     from ppage_jax.viz.run_pictures import write_run_pictures
 
     apart, together = tmp_path / "my-run", tmp_path / "one" / "my-run"
@@ -341,7 +342,9 @@ def test_the_run_pictures_from_one_recording_are_the_separate_writers_bytes(env,
     together.mkdir(parents=True)
     label = "chase: seed 0"
     write_run_gif(apart, env, policy, seed=5, max_steps=MAX_STEPS, caption=label)
-    write_run_html(apart, env, policy, seed=5, max_steps=MAX_STEPS, label=label)
+    title = f"my-run: {label}, layout seed 5"
+    key = jax.random.PRNGKey(5)
+    write_episode_html(apart / "episode.html", env, key, policy, None, MAX_STEPS, title)
     gif, html = write_run_pictures(together, env, policy, seed=5, max_steps=MAX_STEPS, label=label)
     assert (gif.name, html.name) == ("episode.gif", "episode.html")
     assert gif.read_bytes() == (apart / "episode.gif").read_bytes()
