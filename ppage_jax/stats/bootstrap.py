@@ -96,11 +96,17 @@ def bootstrap_distribution(
     return np.asarray(stat(resampled.reshape(reps, runs * tasks), axis=-1))
 
 
-def _percentile_interval(point: float, samples: np.ndarray, confidence: float) -> Interval:
+def percentile_interval(
+    point: float, samples: np.ndarray, confidence: float = 0.95, exact: bool = False
+) -> Interval:
+    """``point`` with the percentile interval of its bootstrap ``samples`` at ``confidence``
+    (in (0, 1)); ``exact`` takes order statistics (which keep ``inf`` intact) instead of
+    interpolating between them."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
+    tail = (1 - confidence) / 2
+    method = "inverted_cdf" if exact else "linear"
+    low, high = np.quantile(samples, [tail, 1 - tail], method=method)
     return Interval(float(point), float(low), float(high))
 
 
@@ -120,7 +126,7 @@ def bootstrap_ci(
     arr = _as_runs_tasks(scores)
     point = float(stat(arr.reshape(-1), axis=-1))  # one pooled value
     samples = bootstrap_distribution(arr, stat, reps, seed)
-    return _percentile_interval(point, samples, confidence)
+    return percentile_interval(point, samples, confidence)
 
 
 def _poi_per_task(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -164,4 +170,4 @@ def probability_of_improvement_ci(
         xs = xa[stratified_resample_indices(rng, xa.shape[0], tasks, reps), cols]
         ys = ya[stratified_resample_indices(rng, ya.shape[0], tasks, reps), cols]
     samples = _poi_per_task(xs, ys).mean(axis=-1)
-    return _percentile_interval(probability_of_improvement(xa, ya), samples, confidence)
+    return percentile_interval(probability_of_improvement(xa, ya), samples, confidence)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ppage_jax.stats.bootstrap import percentile_interval
+
 BOOTSTRAP_REPS = 2000
 
 
@@ -134,12 +136,11 @@ class Bootstrap:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
 
     def interval(self, samples: np.ndarray, exact: bool) -> list[float]:
-        """The interval ``[low, high]`` of the resampled statistic ``samples``; ``exact``
-        takes order statistics (which keep ``inf`` intact) instead of interpolating."""
-        tail = (1 - self.confidence) / 2
-        method = "inverted_cdf" if exact else "linear"
-        low, high = np.quantile(samples, [tail, 1 - tail], method=method)
-        return [float(low), float(high)]
+        """``[low, high]`` of the resampled statistic ``samples``
+        (:func:`~ppage_jax.stats.bootstrap.percentile_interval`; ``exact``: order
+        statistics, which keep ``inf`` intact)."""
+        ci = percentile_interval(np.nan, samples, self.confidence, exact)
+        return [ci.low, ci.high]
 
 
 def survival_summary(

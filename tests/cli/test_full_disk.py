@@ -109,6 +109,25 @@ def test_the_os_error_a_tensorstore_message_names(tmp_path):
     assert err.strerror == "cannot write this training checkpoint (RuntimeError: no code)"
 
 
+def test_a_save_quiets_only_the_writes_a_failure_cancels(monkeypatch):
+    """While a save runs (in the background, for the whole training between saves) the
+    unraisable "Event loop is closed" of its cancelled writes is dropped; any other
+    unraisable error still reaches the hook that was there."""
+    import sys
+    import types
+
+    from ppage_jax.train.run.checkpoint import _quiet_save
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    closed = types.SimpleNamespace(exc_value=RuntimeError("Event loop is closed"))
+    other = types.SimpleNamespace(exc_value=ValueError("a user's __del__ failed"))
+    with _quiet_save():
+        sys.unraisablehook(closed)
+        sys.unraisablehook(other)
+    assert seen == [other] and sys.unraisablehook == seen.append
+
+
 @pytest.fixture(scope="module")
 def tiny_tc(tmp_path_factory):
     return make_train_config(pj.load_config(write_run_config(tmp_path_factory.mktemp("t") / "t")))

@@ -60,7 +60,8 @@ def read_arm(
             hyperparams,
         )
 
-    terms = {t.name: t for t in env_spec(base_config).rewards}
+    base_spec = env_spec(base_config)
+    terms = {t.name: t for t in base_spec.rewards}
     known = reward_terms()
     weights = read.mapping(f"{where}.weights", spec.get("weights"))
     for term, weight in weights.items():
@@ -106,7 +107,7 @@ def read_arm(
     return Arm(
         name,
         tuple(terms.values()),
-        float(env_spec(base_config).gamma),
+        float(base_spec.gamma),
         f"{display_path(base_config.path)} + edits",
         hyperparams,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import gc
 import logging
 import math
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -239,19 +240,29 @@ def _quiet_save() -> Iterator[None]:
     """Silence what a save's background threads print: Orbax's absl lines ("Waiting for
     previous save ...", and on a full disk dozens of tracebacks), asyncio's "exception was
     never retrieved" and the unraisable "Event loop is closed" of the writes a failure
-    cancels. The failure itself still reaches the caller of the save."""
+    cancels (other unraisable errors still reach the hook). A save in the background stays
+    quiet until :meth:`TrainingCheckpoints.wait`. The failure itself still reaches the
+    caller of the save, or of the wait."""
     loggers = [logging.getLogger(name) for name in _SAVE_LOGGERS]
     disabled = [logger.disabled for logger in loggers]
     hook = sys.unraisablehook
     for logger in loggers:
         logger.disabled = True
-    sys.unraisablehook = lambda _: None
+    sys.unraisablehook = functools.partial(_unless_a_cancelled_write, hook)
     try:
         yield
     finally:
         sys.unraisablehook = hook
         for logger, was in zip(loggers, disabled, strict=True):
             logger.disabled = was
+
+
+def _unless_a_cancelled_write(hook: Callable[[Any], object], unraisable: Any) -> None:
+    """The unraisable hook while a save runs: drops the "Event loop is closed" of the writes a
+    failed save cancels, passes anything else to ``hook``."""
+    err = unraisable.exc_value
+    if not (isinstance(err, RuntimeError) and str(err) == "Event loop is closed"):
+        hook(unraisable)
 
 
 def _join_new_threads(before: set[threading.Thread], timeout: float = 30.0) -> None:
