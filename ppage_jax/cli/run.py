@@ -163,6 +163,9 @@ def main(args: argparse.Namespace) -> int:
     distributed.initialize_from_args(args)  # before any JAX work
     import_user_modules(args.imports)  # before the config names their terms
     run_dir, config, resuming, lock = open_shared_run(args)
+    from ppage_jax.compilation.programs import program_store
+
+    args.programs = program_store()  # compiled programs kept whole, beside the compile cache
     try:
         with CompileTimes() as compile_times:  # summary.json's compile_seconds_by_program
             args.compile_times = compile_times
@@ -248,6 +251,7 @@ def train_and_report(
                     curriculum=config_curriculum(config),
                     checkpoints=checkpoints,
                     should_stop=stop,
+                    programs=args.programs,
                 )
         except CheckpointError as err:
             bar.close()
@@ -449,6 +453,8 @@ def finish(
         return EXIT_INTERRUPTED
     summary = run_summary(config, tc, result, rows, evaluation, recorder)
     summary["compile_seconds_by_program"] = args.compile_times.by_program()
+    # programs loaded whole from the program store (no tracing, no compile)
+    summary["programs_loaded"] = list(args.programs.loaded) if args.programs else []
     report.write_summary(run_dir, summary)
     recorder.finish(evaluation, run_dir / GIF_FILE)
     print("\n" + monitor_table(recorder.monitor.summary(), exp["num_seeds"]))

@@ -24,6 +24,7 @@ import numpy as np
 from ppage_jax.analysis.batch.spec import SweepSpec
 from ppage_jax.analysis.batch.trainers import EvalFn, TrainFn
 from ppage_jax.artifacts import fault_soon
+from ppage_jax.compilation.programs import ProgramStore
 from ppage_jax.env import GridWorld
 from ppage_jax.sharding import shard_global
 from ppage_jax.state import EnvParams
@@ -152,19 +153,26 @@ def compile_chunk(
     chunk: int,
     mesh,
     budget: int | None = None,
+    store: tuple[ProgramStore, Mapping[str, Any]] | None = None,
 ) -> tuple[Any, int, int | None]:
     """Compile ``program`` for ``chunk`` runs (a multiple of the mesh's devices, every
     process's). With a ``budget`` (bytes per device), shrink the chunk until one device's
     share of the program fits it (to the size its measured bytes per run predict, again
     while it does not fit; at least one run per device). Returns ``(compiled, chunk,
-    bytes)``: bytes is one device's share, None where the backend does not report it."""
+    bytes)``: bytes is one device's share, None where the backend does not report it.
+    ``store``: a program store and the program's static description; the compiled chunk is
+    loaded from it whole, or compiled and kept there."""
     n_dev = mesh.devices.size
     while True:
         index = np.arange(chunk) % keys.shape[0]
         args = shard_global((np.asarray(keys)[index], take(params, index)), mesh)
-        lowered = jax.jit(program).lower(*args)
-        fault_soon("compile")  # testing hook: killed while XLA compiles
-        compiled = lowered.compile()
+        if store is None:
+            lowered = jax.jit(program).lower(*args)
+            fault_soon("compile")  # testing hook: killed while XLA compiles
+            compiled = lowered.compile()
+        else:
+            fault_soon("compile")
+            compiled = store[0].compile("sweep_chunk", program, args, store[1])
         need = program_bytes(compiled)
         if budget is None or need is None or chunk <= n_dev or need <= budget:
             return compiled, chunk, need

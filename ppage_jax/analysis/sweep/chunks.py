@@ -26,6 +26,7 @@ from ppage_jax.analysis.batch.program import (
 )
 from ppage_jax.analysis.sweep.plan import SweepPlan, Writer
 from ppage_jax.artifacts import fault
+from ppage_jax.compilation.programs import program_store
 from ppage_jax.sharding import shard_global, to_host
 from ppage_jax.tracking.sweep import SweepRecorder
 
@@ -99,16 +100,22 @@ def compile_sweep(
     are committed together."""
     start = time.perf_counter()
     program = make_program(plan.train_fn, plan.eval_fn)
+    programs = program_store() if plan.program_static is not None else None
+    store = (programs, plan.program_static) if programs is not None else None
     if plan.layout == "sequential":
-        compiled, _, need = compile_chunk(program, plan.keys, plan.inputs, plan.devices, plan.mesh)
+        compiled, _, need = compile_chunk(
+            program, plan.keys, plan.inputs, plan.devices, plan.mesh, store=store
+        )
         budget = None
     else:
         compiled, chunk, need = compile_chunk(
-            program, plan.keys, plan.inputs, chunk, plan.mesh, budget
+            program, plan.keys, plan.inputs, chunk, plan.mesh, budget, store
         )
     agreed = distributed.share(chunk)
     if agreed != chunk and plan.layout == "vmap":  # another process measured otherwise
-        compiled, chunk, need = compile_chunk(program, plan.keys, plan.inputs, agreed, plan.mesh)
+        compiled, chunk, need = compile_chunk(
+            program, plan.keys, plan.inputs, agreed, plan.mesh, store=store
+        )
     chunk = agreed
     seconds = time.perf_counter() - start
     writer.set_chunk_size(chunk)

@@ -5,6 +5,7 @@ the output directory it opens with it (:func:`open_writer`)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,10 @@ class SweepPlan:
     horizon: int  # the evaluation's step limit (time to capture is censored there)
     mesh: Mesh  # every process's devices
     layout: str  # one of LAYOUTS
+    # what the compiled program is made of beyond the code and its inputs, for the program
+    # store (ppage_jax.compilation.programs); None where it cannot be told (functions given,
+    # a config that reads a trained policy)
+    program_static: dict[str, Any] | None = None
 
     @property
     def total(self) -> int:
@@ -100,6 +105,7 @@ def plan_sweep(
     layout (:func:`choose_layout`)."""
     layout = choose_layout(layout)
     env = spec.make_env()
+    defaults = train_fn is None and eval_fn is None  # a program the store can key
     if train_fn is None or eval_fn is None:
         default_train, default_eval, default_steps = trainer_functions(spec, env)
         train_fn = train_fn or default_train
@@ -107,6 +113,7 @@ def plan_sweep(
         env_steps_per_update = env_steps_per_update or default_steps
     runs, keys, params = stack_runs(spec, env)
     hyper = stack_hyperparams(spec)
+    horizon = spec.eval_max_steps or int(np.asarray(params.max_steps).reshape(-1)[0])
     return SweepPlan(
         spec=spec,
         env=env,
@@ -118,10 +125,28 @@ def plan_sweep(
         keys=keys,
         inputs=(params, hyper) if hyper else params,
         arm_params=spec.arm_params(env),
-        horizon=spec.eval_max_steps or int(np.asarray(params.max_steps).reshape(-1)[0]),
+        horizon=horizon,
         mesh=make_mesh(),
         layout=layout,
+        program_static=(sweep_program_static(spec, layout, horizon) if defaults else None),
     )
+
+
+def sweep_program_static(spec: SweepSpec, layout: str, horizon: int) -> dict[str, Any] | None:
+    """The static part of the default train-then-evaluate program of ``spec``: the sweep's
+    description (its config by hash, arms, seeds, evaluation) with its layout and step limit;
+    None when the config reads a trained policy (``experiment.start_from``, frozen roles),
+    whose weights the config's hash does not cover."""
+    exp = spec.config["experiment"]
+    if exp.get("start_from") is not None or not all(
+        isinstance(role, str) for role in exp["roles"].values()
+    ):
+        return None
+    described = {k: v for k, v in spec.describe().items() if k != "sweep"}
+    return {
+        "sweep": json.dumps(described, sort_keys=True, default=str),
+        "chunking": [spec.chunk_size, layout, horizon],
+    }
 
 
 def open_writer(plan: SweepPlan, source: dict | None, resume: bool, overwrite: bool) -> Writer:

@@ -13,12 +13,14 @@ inf, is divergence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ppage_jax.compilation.programs import ProgramStore
 from ppage_jax.defaults import ROLES
 from ppage_jax.train.config import TrainConfig
 
@@ -55,14 +57,22 @@ class DivergenceCheck:
 
     def __init__(self, tc: TrainConfig, policy_state: Any):
         self.tc = tc
-        self.finite_params = jax.jit(lambda runner: _finite_params(policy_state(runner)))
+        self.finite_params: Callable[[Any], dict] = jax.jit(
+            lambda runner: _finite_params(policy_state(runner))
+        )
         self.seen: dict[str, np.ndarray | np.bool_] = {}
         is_pred = np.asarray(tc.env.is_predator, bool)
         self.roles = [r for r, rows in zip(ROLES, (is_pred, ~is_pred), strict=True) if rows.any()]
 
-    def compile(self, runner: Any) -> None:
+    def compile(self, runner: Any, programs: ProgramStore | None = None) -> None:
         """Compile the parameter check for ``runner``'s shapes now, by running it once
-        before training, so that the first chunk's check does not compile on the way."""
+        before training, so that the first chunk's check does not compile on the way;
+        through ``programs`` (loaded whole, or compiled and kept) when given."""
+        if programs is not None:
+            static = {"algorithm": self.tc.algorithm, "config": self.tc.config_hash}
+            self.finite_params = programs.compile(
+                "finite_params", self.finite_params, (runner,), static
+            )
         jax.block_until_ready(self.finite_params(runner))
 
     def prime(self, metrics: dict) -> None:

@@ -34,6 +34,7 @@ import numpy as np
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import fault, fault_armed, fault_soon
+from ppage_jax.compilation.programs import STATE_FIRST, ProgramStore
 from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
@@ -120,6 +121,40 @@ def _chunk_seeds(
         return run_updates(update, runner, tc, params, size, curriculum)
 
     return _per_seed(chunk, batch)(runner, params, curriculum)
+
+
+def _storable(tc: TrainConfig) -> bool:
+    """Whether ``tc``'s programs are made of its config alone (no trained start policy, no
+    frozen opponents read from files), so the program store may key them by its hash."""
+    return tc.start is None and all(isinstance(role, str) for role in tc.roles)
+
+
+def _chunk_program(
+    programs: ProgramStore | None,
+    run: _Start,
+    tc: TrainConfig,
+    params: EnvParams,
+    curriculum: Curriculum | None,
+) -> Callable:
+    """The training chunk compiled for ``run``: loaded whole from ``programs`` (or compiled
+    and stored there) when given and the run reads nothing beyond its config, else through
+    the module's jitted :func:`_chunk_seeds`."""
+    args = (run.runner, tc, params, curriculum)
+    if programs is None or not _storable(tc):
+        lowered = _chunk_seeds.lower(*args, size=run.size, batch=run.batch)
+        fault_soon("compile")  # testing hook: killed while XLA compiles
+        return lowered.compile()
+    fault_soon("compile")
+    static = {
+        "config": tc.config_hash,
+        "algorithm": tc.algorithm,
+        "hp": repr(tc.hp),
+        "shape": (tc.num_envs, tc.num_updates, tc.episodes, tc.stagger_starts),
+        "roles": repr(tc.roles),
+        "chunk": (run.size, run.batch),
+    }
+    chunk = functools.partial(_chunk_seeds, size=run.size, batch=run.batch)
+    return programs.compile("train_chunk", chunk, args, static, STATE_FIRST)
 
 
 def _batch_seeds(batch_seeds: bool | None, num_seeds: int, multi: bool) -> bool:
@@ -329,6 +364,7 @@ def run_training(
     curriculum: Curriculum | None = None,
     batch_seeds: bool | None = None,
     prefetch: bool = True,
+    programs: ProgramStore | None = None,
 ) -> TrainResult:
     """Train ``num_seeds`` seeds together; ``on_chunk(metrics_chunk, env_steps_done,
     runner)`` is called after each compiled chunk (metrics arrays [num_seeds, chunk, ...];
@@ -347,7 +383,9 @@ def run_training(
     one seed. Both give the same results up to float rounding and read each other's
     checkpoints. ``prefetch``: dispatch the next chunk before ``on_chunk`` and the checkpoint
     of the current one, so that host work overlaps the device's (False: one after the
-    other); the results are the same.
+    other); the results are the same. ``programs``: a
+    :class:`~ppage_jax.compilation.programs.ProgramStore` that keeps the compiled training
+    chunk whole, so a rerun of the same config in a new process loads it without tracing.
     """
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
@@ -362,13 +400,9 @@ def run_training(
     compile_seconds = 0.0
     compiled: Callable = _chunk_seeds
     if not run.finished:
-        lowered = _chunk_seeds.lower(
-            run.runner, tc, params, curriculum, size=run.size, batch=run.batch
-        )
-        fault_soon("compile")  # testing hook: killed while XLA compiles
-        compiled = lowered.compile()
+        compiled = _chunk_program(programs, run, tc, params, curriculum)
         if check is not None:
-            check.compile(run.runner)
+            check.compile(run.runner, programs if _storable(tc) else None)
         compile_seconds = time.perf_counter() - start
 
     loop = _ChunkLoop(
