@@ -40,7 +40,9 @@ import platform
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +52,7 @@ from ppage_jax.compilation.cache import enabled_cache_dir
 
 MAX_BYTES = 1024**3  # the store's cap: least recently used entries are evicted beyond it
 SUBDIRECTORY = "programs"  # inside the compile cache's directory
-_MAGIC = b"ppage_jax program 1\n"
+_MAGIC = b"ppage_jax program 2\n"
 _SUFFIX = ".program"
 _PACKAGES = ("jax", "jaxlib", "flax", "optax", "chex", "numpy")
 _FLAGS = (
@@ -145,51 +147,79 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def _outside_installation(path: str) -> bool:
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    real = os.path.realpath(path)
-    return not any(real.startswith(root + os.sep) for root in roots)
-
-
 @functools.cache
+def _installation_roots() -> tuple[str, ...]:
+    """The Python installation's directories (as given and resolved), each ending in a
+    separator."""
+    roots = set()
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        roots.update({prefix, os.path.realpath(prefix)})
+    return tuple(root.rstrip(os.sep) + os.sep for root in sorted(roots))
+
+
 def _package_digest() -> str:
     """SHA-256 of ppage_jax's source files (paths and contents)."""
     root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return _files_digest(_stamped((str(p.relative_to(root)), str(p)) for p in root.rglob("*.py")))
 
 
-def _user_modules_digest() -> str:
-    """SHA-256 of the modules loaded from outside the Python installation and ppage_jax."""
+def _user_modules() -> tuple[tuple[str, str], ...]:
+    """``(name, file)`` of the loaded modules from outside the Python installation and
+    ppage_jax (``--import`` plugins, a notebook's helpers)."""
     package = str(Path(__file__).resolve().parents[1]) + os.sep
-    digest = hashlib.sha256()
-    for name, module in sorted(sys.modules.items()):
+    skip = (*_installation_roots(), package)
+    found = []
+    for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if not path or not path.endswith(".py") or not os.path.isfile(path):
-            continue
-        if os.path.realpath(path).startswith(package) or not _outside_installation(path):
-            continue
-        digest.update(name.encode() + b"\0" + Path(path).read_bytes())
+        if isinstance(path, str) and path.endswith(".py") and not path.startswith(skip):
+            found.append((name, path))
+    return tuple(sorted(found))
+
+
+def _stamped(files: Iterable[tuple[str, str]]) -> tuple[tuple[str, str, int, int], ...]:
+    """``(name, path, mtime_ns, size)`` of each file, sorted: what :func:`_files_digest`
+    is remembered by, so an edited file is read again."""
+    out = []
+    for name, path in files:
+        try:
+            stat = os.stat(path)
+            out.append((name, path, stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            out.append((name, path, -1, -1))
+    return tuple(sorted(out))
+
+
+@functools.cache
+def _files_digest(files: tuple[tuple[str, str, int, int], ...]) -> str:
+    """SHA-256 of the files' names and contents."""
+    digest = hashlib.sha256()
+    for name, path, _, _ in files:
+        try:
+            digest.update(name.encode() + b"\0" + Path(path).read_bytes())
+        except OSError:
+            digest.update(name.encode() + b"\0(unreadable)")
     return digest.hexdigest()
 
 
-def environment_key() -> dict:
-    """What every stored program depends on besides its own description and inputs."""
-    devices = jax.devices()
-    versions = {}
+@functools.cache
+def _versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
+    return versions
+
+
+def environment_key() -> dict:
+    """What every stored program depends on besides its own description and inputs."""
+    devices = jax.devices()
     return {
         "source": _package_digest(),
-        "user_modules": _user_modules_digest(),
+        "user_modules": _files_digest(_stamped(_user_modules())),
         "python": platform.python_version(),
-        "versions": versions,
+        "versions": _versions(),
         "devices": [devices[0].platform, devices[0].device_kind, len(devices)],
         "processes": jax.process_count(),
         "flags": {flag: str(getattr(jax.config, flag, None)) for flag in _FLAGS},
@@ -197,7 +227,9 @@ def environment_key() -> dict:
     }
 
 
-def _input_key(args: tuple) -> dict:
+def signature(args: tuple) -> dict:
+    """The structure (function addresses left out), shapes, dtypes and shardings of
+    ``args``: what a stored program was compiled for, checked again before it runs."""
     leaves, tree = jax.tree.flatten(args)
     avals = []
     for leaf in leaves:
@@ -220,8 +252,12 @@ class ProgramStore:
 
     def key(self, name: str, static: Mapping[str, Any], args: tuple) -> str:
         """The entry's key: a digest of the environment, ``static`` and the inputs."""
-        blob = repr((name, environment_key(), sorted(static.items()), _input_key(args)))
+        blob = repr((name, environment_key(), sorted(static.items()), signature(args)))
         return hashlib.sha256(blob.encode()).hexdigest()[:40]
+
+    def path(self, name: str, static: Mapping[str, Any], key_args: tuple) -> Path:
+        """Where the entry of ``name`` keyed by ``static`` and ``key_args`` is kept."""
+        return self.directory / f"{name}-{self.key(name, static, key_args)}{_SUFFIX}"
 
     def compile(
         self,
@@ -234,12 +270,28 @@ class ProgramStore:
         """``fn`` compiled for ``args`` (pytrees; ``fn(*args)``), loaded whole from the store
         when an entry with the same key is there, else compiled and stored. The result is
         called like ``fn`` (with arguments of the same structure and shapes)."""
+        return self.load_soon(name, static, args, background=False).get(fn, args, split)
+
+    def load_soon(
+        self, name: str, static: Mapping[str, Any], key_args: tuple, background: bool = True
+    ) -> PendingProgram:
+        """Start loading the entry of ``name`` keyed by ``static`` and ``key_args`` (in a
+        thread: XLA loads without holding the GIL, so tracing goes on meanwhile); the
+        arguments still to come (a state made meanwhile) are checked against the entry when
+        :meth:`PendingProgram.get` takes it."""
+        path = self.path(name, static, key_args)
+        future: Future = Future()
+        if background:
+            thread = threading.Thread(target=_settle, args=(future, self._load, path))
+            thread.start()
+        else:
+            _settle(future, self._load, path)
+        return PendingProgram(self, name, path, future)
+
+    def _compile_and_save(
+        self, path: Path, name: str, fn: Callable, args: tuple, split: Split
+    ) -> StoredProgram:
         leaves, tree = jax.tree.flatten(args)
-        path = self.directory / f"{name}-{self.key(name, static, args)}{_SUFFIX}"
-        compiled = self._load(path)
-        if compiled is not None:
-            self.loaded.append(name)
-            return StoredProgram(compiled, split, loaded=True)
 
         def flat(*leaves):
             return split.pack(fn(*tree.unflatten(leaves)))
@@ -247,10 +299,12 @@ class ProgramStore:
         flat.__name__ = flat.__qualname__ = name  # the program's name in compile times
         compiled, fresh = _compile_fresh(jax.jit(flat).lower(*leaves))
         if fresh:
-            self._save(path, compiled)
+            self._save(path, compiled, signature(args))
         return StoredProgram(compiled, split, loaded=False)
 
-    def _load(self, path: Path) -> Any:
+    def _load(self, path: Path) -> tuple[Any, dict] | None:
+        """``(compiled, signature)`` of the entry at ``path``, or None (not there, or
+        damaged: said once, deleted)."""
         from jax.experimental.serialize_executable import deserialize_and_load
 
         try:
@@ -269,20 +323,20 @@ class ProgramStore:
             path.unlink(missing_ok=True)
             return None
         try:
-            payload, in_tree, out_tree = pickle.loads(blob[head:])
+            payload, in_tree, out_tree, made_for = pickle.loads(blob[head:])
             compiled = deserialize_and_load(payload, in_tree, out_tree)
         except Exception as err:  # noqa: BLE001 - any failure means: compile instead
             self._say(f"program store entry {path} cannot be loaded ({err}); compiling again")
             path.unlink(missing_ok=True)
             return None
         os.utime(path)  # most recently used
-        return compiled
+        return compiled, made_for
 
-    def _save(self, path: Path, compiled: Any) -> None:
+    def _save(self, path: Path, compiled: Any, made_for: dict) -> None:
         from jax.experimental.serialize_executable import serialize
 
         try:
-            body = pickle.dumps(serialize(compiled))
+            body = pickle.dumps((*serialize(compiled), made_for))
         except Exception:  # noqa: BLE001 - a program that cannot be serialised is not kept
             return
         blob = _MAGIC + hashlib.sha256(body).digest() + body
@@ -324,6 +378,32 @@ class ProgramStore:
         if not self._warned:
             _warn(message)
             self._warned = True
+
+
+def _settle(future: Future, load: Callable, path: Path) -> None:
+    try:
+        future.set_result(load(path))
+    except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+        future.set_exception(err)
+
+
+@dataclasses.dataclass
+class PendingProgram:
+    """An entry being loaded (:meth:`ProgramStore.load_soon`)."""
+
+    store: ProgramStore
+    name: str
+    path: Path
+    future: Future
+
+    def get(self, fn: Callable, args: tuple, split: Split = Split()) -> StoredProgram:
+        """The loaded program when it was made for ``args`` (structure, shapes, dtypes and
+        shardings), else ``fn`` compiled for them (and stored)."""
+        found = self.future.result()
+        if found is not None and found[1] == signature(args):
+            self.store.loaded.append(self.name)
+            return StoredProgram(found[0], split, loaded=True)
+        return self.store._compile_and_save(self.path, self.name, fn, args, split)
 
 
 def program_store() -> ProgramStore | None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import fault, fault_armed, fault_soon
-from ppage_jax.compilation.programs import STATE_FIRST, ProgramStore
+from ppage_jax.compilation.programs import STATE_FIRST, PendingProgram, ProgramStore
 from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
@@ -129,32 +129,59 @@ def _storable(tc: TrainConfig) -> bool:
     return tc.start is None and all(isinstance(role, str) for role in tc.roles)
 
 
+def _chunk_static(tc: TrainConfig, size: int, batch: bool, num_seeds: int) -> dict:
+    """The training chunk's static part, for the program store's key."""
+    return {
+        "config": tc.config_hash,
+        "algorithm": tc.algorithm,
+        "hp": repr(tc.hp),
+        "shape": (tc.num_envs, tc.num_updates, tc.episodes, tc.stagger_starts),
+        "roles": repr(tc.roles),
+        "chunk": (size, batch, num_seeds),
+    }
+
+
+def _load_chunk_soon(
+    programs: ProgramStore | None,
+    tc: TrainConfig,
+    params: EnvParams,
+    curriculum: Curriculum | None,
+    num_seeds: int,
+    size: int,
+    batch_seeds: bool | None,
+) -> PendingProgram | None:
+    """Start loading the stored training chunk of a fresh run (``size`` updates) in the
+    background, so that it overlaps the seeds' initialisation; None without a store."""
+    if programs is None or not _storable(tc):
+        return None
+    static = _chunk_static(tc, size, _batch_seeds(batch_seeds, num_seeds, False), num_seeds)
+    return programs.load_soon("train_chunk", static, (tc, params, curriculum))
+
+
 def _chunk_program(
     programs: ProgramStore | None,
+    pending: PendingProgram | None,
     run: _Start,
     tc: TrainConfig,
     params: EnvParams,
     curriculum: Curriculum | None,
 ) -> Callable:
-    """The training chunk compiled for ``run``: loaded whole from ``programs`` (or compiled
-    and stored there) when given and the run reads nothing beyond its config, else through
-    the module's jitted :func:`_chunk_seeds`."""
+    """The training chunk compiled for ``run``: loaded whole from ``programs`` (``pending``
+    when it was started for this run's chunk size), or compiled and stored there, when given
+    and the run reads nothing beyond its config; else through the module's jitted
+    :func:`_chunk_seeds`."""
     args = (run.runner, tc, params, curriculum)
     if programs is None or not _storable(tc):
         lowered = _chunk_seeds.lower(*args, size=run.size, batch=run.batch)
         fault_soon("compile")  # testing hook: killed while XLA compiles
         return lowered.compile()
     fault_soon("compile")
-    static = {
-        "config": tc.config_hash,
-        "algorithm": tc.algorithm,
-        "hp": repr(tc.hp),
-        "shape": (tc.num_envs, tc.num_updates, tc.episodes, tc.stagger_starts),
-        "roles": repr(tc.roles),
-        "chunk": (run.size, run.batch),
-    }
+    static = _chunk_static(tc, run.size, run.batch, int(run.mine.stop - run.mine.start))
+    key_args = (tc, params, curriculum)
+    if pending is None or pending.path != programs.path("train_chunk", static, key_args):
+        pending = programs.load_soon("train_chunk", static, key_args, background=False)
     chunk = functools.partial(_chunk_seeds, size=run.size, batch=run.batch)
-    return programs.compile("train_chunk", chunk, args, static, STATE_FIRST)
+    return pending.get(chunk, args, STATE_FIRST)
 
 
 def _batch_seeds(batch_seeds: bool | None, num_seeds: int, multi: bool) -> bool:
@@ -389,6 +416,8 @@ def run_training(
     """
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
+    size = chunk_size(tc.num_updates, target_chunks)
+    pending = _load_chunk_soon(programs, tc, params, curriculum, num_seeds, size, batch_seeds)
     run = _start(tc, params, seed, num_seeds, target_chunks, checkpoints, curriculum, batch_seeds)
     resumed_from = run.done
     check = DivergenceCheck(tc, module.policy_state) if check_divergence else None
@@ -400,7 +429,7 @@ def run_training(
     compile_seconds = 0.0
     compiled: Callable = _chunk_seeds
     if not run.finished:
-        compiled = _chunk_program(programs, run, tc, params, curriculum)
+        compiled = _chunk_program(programs, pending, run, tc, params, curriculum)
         if check is not None:
             check.compile(run.runner, programs if _storable(tc) else None)
         compile_seconds = time.perf_counter() - start
