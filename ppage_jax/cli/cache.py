@@ -1,6 +1,7 @@
 """`ppage-jax cache info|clear`: where the persistent compile cache is and how big, or empty
-it. The place is PPAGE_JAX_COMPILE_CACHE's (a path), else $XDG_CACHE_HOME/ppage_jax/jax;
-`--path DIR` names another. Clearing a missing cache is a no-op."""
+it (the program store in its programs/ folder included). The place is
+PPAGE_JAX_COMPILE_CACHE's (a path), else $XDG_CACHE_HOME/ppage_jax/jax; `--path DIR` names
+another. Clearing a missing cache is a no-op."""
 
 from __future__ import annotations
 

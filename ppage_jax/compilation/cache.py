@@ -17,7 +17,8 @@ exactly as it was compiled or compiled again.
 - A directory that cannot be made or written gives one warning line and the work goes on
   without the cache; an unreadable or corrupt entry gives JAX's one warning and is compiled
   again; a full disk while an entry is written the same.
-- ``ppage-jax cache info`` shows its place and size, ``ppage-jax cache clear`` empties it.
+- ``ppage-jax cache info`` shows its place and size, ``ppage-jax cache clear`` empties it,
+  the program store (:mod:`ppage_jax.compilation.programs`, in its ``programs/``) included.
 """
 
 from __future__ import annotations
