@@ -100,8 +100,9 @@ def compile_sweep(
     are committed together."""
     start = time.perf_counter()
     program = make_program(plan.train_fn, plan.eval_fn)
-    programs = program_store() if plan.program_static is not None else None
-    store = (programs, plan.program_static) if programs is not None else None
+    programs = program_store()
+    static = plan.program_static
+    store = (programs, static) if programs is not None and static is not None else None
     if plan.layout == "sequential":
         compiled, _, need = compile_chunk(
             program, plan.keys, plan.inputs, plan.devices, plan.mesh, store=store
