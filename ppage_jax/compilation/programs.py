@@ -41,6 +41,7 @@ import re
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
@@ -360,6 +361,14 @@ class ProgramStore:
         self._evict()
 
     def _evict(self) -> None:
+        """Drop the least recently used entries beyond the cap, and the partial writes of
+        processes killed while saving (older than an hour)."""
+        for partial in self.directory.glob(".tmp-*"):
+            try:
+                if time.time() - partial.stat().st_mtime > 3600:
+                    partial.unlink()
+            except OSError:
+                continue
         entries = []
         for entry in self.directory.glob(f"*{_SUFFIX}"):
             try:

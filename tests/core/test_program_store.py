@@ -201,3 +201,31 @@ def test_a_program_from_jax_cache_is_run_but_not_stored(tmp_path):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     finally:
         disable_compile_cache()
+
+
+def test_a_partial_write_left_by_a_killed_process_goes_once_old(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    old, fresh = tmp_path / ".tmp-old", tmp_path / ".tmp-fresh"
+    old.write_bytes(b"half a program")
+    fresh.write_bytes(b"being written")
+    os.utime(old, (1, 1))
+    args = (_carry(), jnp.float32(0.5))
+    ProgramStore(tmp_path).compile("advance", _advance, args, {}, STATE_FIRST)
+    assert not old.exists() and fresh.exists()
+
+
+def test_a_full_disk_gives_one_line_and_leaves_no_partial_entry(tmp_path, capsys, monkeypatch):
+    import errno
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(programs.os, "replace", full)
+    args = (_carry(), jnp.float32(0.5))
+    got = ProgramStore(tmp_path).compile("advance", _advance, args, {}, STATE_FIRST)(*args)
+    np.testing.assert_array_equal(np.asarray(got[1]["top"]), np.asarray(_advance(*args)[1]["top"]))
+    assert capsys.readouterr().err == (
+        f"warning: program store {tmp_path} cannot be written (No space left on device); "
+        "going on without it\n"
+    )
+    assert list(tmp_path.iterdir()) == []
