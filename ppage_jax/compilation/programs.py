@@ -144,10 +144,6 @@ class StoredProgram:
         return self.compiled.memory_analysis()
 
 
-def _warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
 @functools.cache
 def _installation_roots() -> tuple[str, ...]:
     """The Python installation's directories (as given and resolved), each ending in a
@@ -385,7 +381,7 @@ class ProgramStore:
 
     def _say(self, message: str) -> None:
         if not self._warned:
-            _warn(message)
+            print(f"warning: {message}", file=sys.stderr)
             self._warned = True
 
 
