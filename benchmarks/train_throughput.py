@@ -22,12 +22,13 @@ faster), its median, min and max.
 
 ``--split`` adds a per-update split of ppage_jax's update into separately jitted pieces, each
 timed on a stored rollout: the env step (``num_steps`` batched auto-reset steps with the
-rollout's actions), the policy forward and sampling, the bootstrap (value passes timed apart
-on every grid and on the few grids a step gathers, times the passes the rollout needs: per
-role, one on the last observation and one on each step where a grid was truncated, gathered
-while at most ``ippo.truncated_grids`` grids were), the learning phase (GAE and the epochs
-of minibatch steps), the rest of the compiled update, and the host's share (end to end minus
-compiled). ppage_jax's whole rollout is timed too, beside its env step and forward.
+rollout's actions), the policy forward and sampling, the bootstrap (the value passes the
+rollout needs, timed apart: per role, one pass after the scan on the last observations and
+the final observations every step gathered, at most ``ippo.truncated_grids`` grids a step,
+and a pass on every grid on each step that truncated more grids than that), the learning
+phase (GAE and the epochs of minibatch steps), the rest of the compiled update, and the
+host's share (end to end minus compiled). ppage_jax's whole rollout is timed too, beside
+its env step and forward.
 
     python benchmarks/train_throughput.py                          # configs/default, IPPO
     python benchmarks/train_throughput.py --updates 48 --blocks 6 --split --json out.json
@@ -292,25 +293,22 @@ def split(modes: Modes, timing: dict, repeats: int) -> dict:
         return ippo.rollout(runner, tc, params, critic)
 
     learners = runner.learners
-    # Value passes of every role, timed over the rollout's steps (per step below): on every
-    # grid, and on the few grids a step with fewer truncations gathers. The bootstrap takes
-    # a full pass on the last observation, and per role and step with a truncated grid the
-    # gathered pass (at most `some` grids) or a full one (more).
+    # Value passes of every role, as the rollout runs them: after the scan, one pass on the
+    # last observations and the final observations every step gathered (at most `some` grids
+    # a step); during it, a pass on every grid on each step that truncated more than `some`.
     some = ippo.truncated_grids(tc.num_envs)
     full_pass = _timed_piece(bootstrap, (learners, steps.final_obs, steps.final_state), repeats)
-    gathered = jax.tree.map(lambda a: a[:, :some], (steps.final_obs, steps.final_state))
-    gathered_pass = _timed_piece(bootstrap, (learners, *gathered), repeats)
-    full_pass, gathered_pass = full_pass / hp.num_steps, gathered_pass / hp.num_steps
-    counts = [  # truncated grids per step, per role: [T]
-        np.asarray((t.episode_end & ~t.agent_terminal).any(axis=2).sum(axis=1))
-        for t in trajectories.values()
-    ]
-    full_steps = sum(int(np.count_nonzero(c > some)) for c in counts)
-    gathered_steps = sum(int(np.count_nonzero((c > 0) & (c <= some))) for c in counts)
-    n_roles = max(len(counts), 1)
-    bootstrap_seconds = (
-        (n_roles + full_steps) * full_pass + gathered_steps * gathered_pass
-    ) / n_roles
+    full_pass /= hp.num_steps
+    after_scan = jax.tree.map(  # [1, E + T * some]: one pass on as many rows
+        lambda a: np.concatenate([a[0], a[:, :some].reshape((-1,) + a.shape[2:])])[None],
+        (steps.final_obs, steps.final_state),
+    )
+    after_scan_pass = _timed_piece(bootstrap, (learners, *after_scan), repeats)
+    cut = np.zeros(actions.shape[:2], dtype=bool)  # grids truncated per step: [T, E]
+    for t in trajectories.values():
+        cut |= np.asarray((t.episode_end & ~t.agent_terminal).any(axis=2))
+    wave_steps = int(np.count_nonzero(cut.sum(axis=1) > some))
+    bootstrap_seconds = after_scan_pass + wave_steps * full_pass
     seconds = {
         "env_step": _timed_piece(env_steps, (runner.env, key, actions), repeats),
         "policy_forward": _timed_piece(forward, (learners, key, obs, states), repeats),
@@ -339,10 +337,9 @@ def split(modes: Modes, timing: dict, repeats: int) -> dict:
         "share_of_compiled": {k: ms[k] / compiled for k in seconds}
         | {"rest_of_compiled": ms["rest_of_compiled"] / compiled},
         "value_pass_ms": 1000 * full_pass,
-        "gathered_pass_ms": 1000 * gathered_pass,
+        "after_scan_pass_ms": 1000 * after_scan_pass,
         "gathered_grids": some,
-        "bootstrap_full_passes": full_steps,
-        "bootstrap_gathered_passes": gathered_steps,
+        "bootstrap_wave_steps": wave_steps,
         "rollout_ms": 1000 * rollout_seconds,
         "rollout_minus_env_and_forward_ms": 1000
         * (rollout_seconds - seconds["env_step"] - seconds["policy_forward"]),
@@ -379,11 +376,10 @@ def split_lines(result: dict) -> list[str]:
             lines.append(f"  {label:<62} {ms[key]:10.2f} ms {pct}")
     ref = result["reference_ms_per_update"]
     lines.append(
-        f"  bootstrap: per role, the last observation's pass, {result['bootstrap_full_passes']} "
-        f"full and {result['bootstrap_gathered_passes']} gathered (at most "
-        f"{result['gathered_grids']} grids) passes on steps with truncations; every role's "
-        f"full-batch pass {result['value_pass_ms']:.3f} ms, gathered "
-        f"{result['gathered_pass_ms']:.3f} ms (a pass on every step would cost "
+        f"  bootstrap: every role's pass after the scan (last observations and at most "
+        f"{result['gathered_grids']} gathered grids a step) {result['after_scan_pass_ms']:.3f} "
+        f"ms, and {result['bootstrap_wave_steps']} full-batch passes on steps with more "
+        f"truncations ({result['value_pass_ms']:.3f} ms each; a pass on every step would cost "
         f"{result['value_pass_ms'] * result['num_steps']:.2f} ms)"
     )
     lines.append(

@@ -306,22 +306,22 @@ def rollout(
 
     ``next_value`` (the bootstrap, ``V`` of the state after step t) needs no value pass of
     its own where the episode goes on: that state is the one step t+1 acts on, so it is
-    ``value[t+1]``, and after the last step one pass on the runner's final observations
-    gives ``value[T]`` (PureJaxRL's bootstrap). Where the agent is terminal (its grid
-    terminated, or the prey was caught) the bootstrap is multiplied by 0 and any finite
-    value does; it is ``value[t+1]`` too. Only an agent whose grid was truncated (reset
-    while the agent was not terminal) needs ``V(final_obs)`` (``V(final_state)`` for a
-    centralised critic): a step runs that pass only when some grid needs it, on the
-    truncated grids alone (gathered, :func:`truncated_grids`) while there are at most
-    ``truncated_grids(E)`` of them, else on every grid (``lax.switch``). Under ``vmap``
-    over seeds the switch becomes a select that runs every branch: the results are the
-    same, the saving is lost; a single (unbatched) run skips the pass on the steps without
-    a truncation and runs it on a few rows on most others.
+    ``value[t+1]``, and after the last step a pass on the runner's final observations gives
+    ``value[T]`` (PureJaxRL's bootstrap). Where the agent is terminal (its grid terminated,
+    or the prey was caught) the bootstrap is multiplied by 0 and any finite value does; it
+    is ``value[t+1]`` too. Only an agent whose grid was truncated (reset while the agent
+    was not terminal) needs ``V(final_obs)`` (``V(final_state)`` for a centralised critic).
+    Each step keeps the final observations and states of at most ``truncated_grids(E)``
+    such grids (gathered), and after the scan one pass per role reads them all together
+    with the last observations; a step with more truncated grids than that (a wave of
+    truncations, as without staggered starts) runs a pass on every grid itself
+    (``lax.cond``; under ``vmap`` over seeds it becomes a select that runs that pass on
+    every step: the results are the same, the saving is lost).
     """
     some = truncated_grids(tc.num_envs)
 
     def bootstrap(role: str, obs: jax.Array, state: State) -> jax.Array:
-        """V float32[E, n_role] of ``role``'s agents in the states [E] (logits unused)."""
+        """V float32[N, n_role] of ``role``'s agents in the states [N] (logits unused)."""
         learner = runner.learners[role]
         return learner.apply_fn(
             learner.params,
@@ -348,6 +348,11 @@ def rollout(
         )
         actions = roles.fixed_role_actions(tc, k_fixed, env.obs, env.state, params, actions)
         env, step = env_step(tc, k_env, env, actions, params, tc.hp.gamma)
+        # the grids reset while an agent was not terminal: V(final_obs) is their bootstrap
+        cut = (step.episode_end[:, None] & ~step.agent_terminal).any(-1)
+        wave = cut.sum() > some  # too many to gather: a pass on every grid, now
+        grids = jnp.nonzero(cut, size=some, fill_value=0)[0]  # extras: grid 0 again
+        kept = jax.tree.map(lambda a: a[grids], (step.final_obs, step.final_state))
         out, scales = {}, dict(scales)
         for role, (x, c, action, log_prob, value) in parts.items():
             rows = tc.agents_of(role)
@@ -357,21 +362,10 @@ def rollout(
                 scales[role], reward = normalise(
                     scales[role], reward, step.valid[:, rows], ended, tc.hp.gamma
                 )
-            grids = (step.episode_end[:, None] & ~step.agent_terminal[:, rows]).any(-1)
-            count = grids.sum()
-
-            def gathered(role=role, grids=grids, value=value):
-                index = jnp.nonzero(grids, size=some, fill_value=0)[0]  # extras: grid 0 again
-                part = jax.tree.map(lambda a: a[index], (step.final_obs, step.final_state))
-                return jnp.zeros_like(value).at[index].set(bootstrap(role, *part))
-
-            final_value = jax.lax.switch(  # V(final_obs), only where a truncation needs it
-                (count > 0).astype(jnp.int32) + (count > some),  # none, gathered, all
-                [
-                    lambda value=value: jnp.zeros_like(value),
-                    gathered,
-                    lambda role=role: bootstrap(role, step.final_obs, step.final_state),
-                ],
+            every_grid = jax.lax.cond(
+                wave,
+                lambda role=role: bootstrap(role, step.final_obs, step.final_state),
+                lambda value=value: jnp.zeros_like(value),
             )
             out[role] = Trajectory(
                 x=x,
@@ -379,7 +373,7 @@ def rollout(
                 action=action,
                 log_prob=log_prob,
                 value=value,
-                next_value=final_value,  # the bootstrap where truncated; set after the scan
+                next_value=every_grid,  # the bootstrap of a wave; the rest set after the scan
                 reward=reward,
                 agent_terminal=step.agent_terminal[:, rows],
                 episode_end=jnp.broadcast_to(step.episode_end[:, None], (tc.num_envs, len(rows))),
@@ -387,17 +381,27 @@ def rollout(
                 teacher_action=taught.get(role),
                 prior_action=priors.get(role),
             )
-        return (env, key, scales), (out, step.finished)
+        return (env, key, scales), (out, step.finished, (grids, kept, wave))
 
-    (env, key, scales), (trajectories, finished) = jax.lax.scan(
+    (env, key, scales), (trajectories, finished, (grids, kept, wave)) = jax.lax.scan(
         one_step, (runner.env, runner.key, runner.scales), None, length=tc.hp.num_steps
     )
+    # one pass per role: the last observations (value[T]), then every step's gathered grids
+    flat = jax.tree.map(lambda a: a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:]), kept)
+    inputs = jax.tree.map(
+        lambda last, cut: jnp.concatenate([last, cut]), (env.obs, env.state), flat
+    )
+    steps = jnp.broadcast_to(jnp.arange(tc.hp.num_steps)[:, None], grids.shape)
 
     def with_bootstrap(role: str, traj: Trajectory) -> Trajectory:
-        last = bootstrap(role, env.obs, env.state)  # value[T]
+        values = bootstrap(role, *inputs)
+        last, cut = values[: tc.num_envs], values[tc.num_envs :]
         following = jnp.concatenate([traj.value[1:], last[None]], axis=0)  # value[t + 1]
+        cut = cut.reshape(grids.shape + cut.shape[1:])  # [T, some, n_role]
+        gathered = jnp.zeros_like(traj.value).at[steps, grids].set(cut)
+        final = jnp.where(wave[:, None, None], traj.next_value, gathered)
         truncated = traj.episode_end & ~traj.agent_terminal
-        return traj.replace(next_value=jnp.where(truncated, traj.next_value, following))
+        return traj.replace(next_value=jnp.where(truncated, final, following))
 
     trajectories = {role: with_bootstrap(role, traj) for role, traj in trajectories.items()}
     return runner.replace(env=env, key=key, scales=scales), trajectories, finished
