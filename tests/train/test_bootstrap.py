@@ -1,7 +1,8 @@
-"""The PPO rollout's bootstrap (``next_value``): a value pass on the final observation only
-where a truncation needs it (on the truncated grids gathered, or on all when there are many),
-the next step's value elsewhere; the same ``next_value`` (where
-it counts) and the same GAE as a value pass on ``final_obs`` after every step."""
+"""The PPO rollout's bootstrap (``next_value``): the value of the final observation only
+where a truncation needs it (the truncated grids gathered in the scan and passed after it,
+or a pass on every grid in a step with many), the next step's value elsewhere; the same
+``next_value`` (where it counts) and the same GAE as a value pass on ``final_obs`` after
+every step."""
 
 from __future__ import annotations
 

@@ -389,16 +389,17 @@ def rollout(
     # one pass per role: the last observations (value[T]), then every step's gathered grids
     flat = jax.tree.map(lambda a: a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:]), kept)
     inputs = jax.tree.map(
-        lambda last, cut: jnp.concatenate([last, cut]), (env.obs, env.state), flat
+        lambda last, gathered: jnp.concatenate([last, gathered]), (env.obs, env.state), flat
     )
     steps = jnp.broadcast_to(jnp.arange(tc.hp.num_steps)[:, None], grids.shape)
 
     def with_bootstrap(role: str, traj: Trajectory) -> Trajectory:
         values = bootstrap(role, *inputs)
-        last, cut = values[: tc.num_envs], values[tc.num_envs :]
+        last, at_cut = values[: tc.num_envs], values[tc.num_envs :]
         following = jnp.concatenate([traj.value[1:], last[None]], axis=0)  # value[t + 1]
-        cut = cut.reshape(grids.shape + cut.shape[1:])  # [T, some, n_role]
-        gathered = jnp.zeros_like(traj.value).at[steps, grids].set(cut)
+        at_cut = at_cut.reshape(grids.shape + at_cut.shape[1:])  # [T, some, n_role]
+        # a grid gathered twice (the extras: grid 0) gets the same value each time
+        gathered = jnp.zeros_like(traj.value).at[steps, grids].set(at_cut)
         final = jnp.where(wave[:, None, None], traj.next_value, gathered)
         truncated = traj.episode_end & ~traj.agent_terminal
         return traj.replace(next_value=jnp.where(truncated, final, following))
