@@ -187,7 +187,7 @@ def train_and_report(
     from ppage_jax.train.run.checkpoint import CheckpointError, TrainingCheckpoints
     from ppage_jax.train.run.curriculum import config_curriculum
     from ppage_jax.train.run.divergence import DivergenceError
-    from ppage_jax.train.run.runner import run_training
+    from ppage_jax.train.run.runner import prefetch_training, run_training
 
     lead = distributed.is_writer()
     tc = make_train_config(config)
@@ -221,6 +221,13 @@ def train_and_report(
     elif lead:
         report.write_config(run_dir, config)
     restored_steps = (latest["updates"] if latest else 0) * tc.env_steps_per_update
+    curriculum = config_curriculum(config)
+    # the stored programs load in threads meanwhile (XLA loads without holding the GIL),
+    # and Orbax is imported for the first checkpoint
+    prefetch_training(
+        args.programs, tc, params, exp["seed"], exp["num_seeds"], curriculum=curriculum
+    )
+    checkpoints.import_soon()
     say(describe_run(config, tc))
     # the loggers and the monitor's start (its untrained run) before training is announced:
     # from that line on, Ctrl-C stops after the current chunk
@@ -248,7 +255,7 @@ def train_and_report(
                     exp["seed"],
                     exp["num_seeds"],
                     bar.on_chunk,
-                    curriculum=config_curriculum(config),
+                    curriculum=curriculum,
                     checkpoints=checkpoints,
                     should_stop=stop,
                     programs=args.programs,

@@ -246,6 +246,7 @@ class ProgramStore:
         self.max_bytes = int(max_bytes)
         self.loaded: list[str] = []  # names of the programs loaded whole by this store
         self._warned = False
+        self._prefetched: dict[Path, PendingProgram] = {}  # loads started before they're due
 
     def key(self, name: str, static: Mapping[str, Any], args: tuple) -> str:
         """The entry's key: a digest of the environment, ``static`` and the inputs."""
@@ -269,14 +270,26 @@ class ProgramStore:
         called like ``fn`` (with arguments of the same structure and shapes)."""
         return self.load_soon(name, static, args, background=False).get(fn, args, split)
 
+    def prefetch(self, name: str, static: Mapping[str, Any], key_args: tuple) -> None:
+        """Start loading the entry of ``name`` in a thread now, before the program is due
+        (say, while a command's other start-up work runs); the next :meth:`load_soon` of the
+        same entry takes this load instead of starting its own."""
+        path = self.path(name, static, key_args)
+        if path not in self._prefetched:
+            self._prefetched[path] = self._start_load(name, path, background=True)
+
     def load_soon(
         self, name: str, static: Mapping[str, Any], key_args: tuple, background: bool = True
     ) -> PendingProgram:
         """Start loading the entry of ``name`` keyed by ``static`` and ``key_args`` (in a
-        thread: XLA loads without holding the GIL, so tracing goes on meanwhile); the
-        arguments still to come (a state made meanwhile) are checked against the entry when
-        :meth:`PendingProgram.get` takes it."""
+        thread: XLA loads without holding the GIL, so tracing goes on meanwhile), or take
+        the load :meth:`prefetch` started; the arguments still to come (a state made
+        meanwhile) are checked against the entry when :meth:`PendingProgram.get` takes it."""
         path = self.path(name, static, key_args)
+        early = self._prefetched.pop(path, None)
+        return early if early is not None else self._start_load(name, path, background)
+
+    def _start_load(self, name: str, path: Path, background: bool) -> PendingProgram:
         future: Future = Future()
         if background:
             thread = threading.Thread(target=_settle, args=(future, self._load, path))

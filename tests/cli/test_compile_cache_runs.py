@@ -30,9 +30,9 @@ def test_a_warm_cache_run_is_byte_identical_and_compiles_less(tmp_path):
     programs = summaries[0]["compile_seconds_by_program"]
     assert programs and all(seconds >= 0 for seconds in programs.values())
     assert summaries[0]["programs_loaded"] == []
-    assert summaries[1]["programs_loaded"] == ["train_chunk", "finite_params"]
+    assert summaries[1]["programs_loaded"] == ["train_init", "train_chunk", "finite_params"]
     stored = sorted(p.name.split("-")[0] for p in (tmp_path / "cache" / "programs").iterdir())
-    assert stored == ["finite_params", "train_chunk"]
+    assert stored == ["finite_params", "train_chunk", "train_init"]
 
 
 @pytest.mark.slow  # two sweeps in new processes

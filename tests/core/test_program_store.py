@@ -70,6 +70,22 @@ def _never_traced(*_):
     raise AssertionError("a loaded program is not traced")
 
 
+def test_a_prefetched_load_is_taken_once_by_the_next_load_of_its_entry(tmp_path):
+    args = (_carry(), jnp.float32(0.5))
+    ProgramStore(tmp_path).compile("advance", _advance, args, {"what": 1}, STATE_FIRST)
+    store = ProgramStore(tmp_path)
+    store.prefetch("advance", {"what": 1}, args)
+    store.prefetch("advance", {"what": 1}, args)  # one load for one entry
+    store.prefetch("advance", {"what": 2}, args)  # not stored: its load finds nothing
+    early = store.load_soon("advance", {"what": 1}, args)
+    assert store.load_soon("advance", {"what": 1}, args) is not early  # taken once
+    assert early.get(_never_traced, args, STATE_FIRST).loaded
+    missing = store.load_soon("advance", {"what": 2}, args)
+    assert missing.future.result() is None
+    assert not missing.get(_advance, args, STATE_FIRST).loaded  # compiled, then stored
+    assert len(_entries(store)) == 2 and store.loaded == ["advance"]
+
+
 def test_the_key_follows_the_static_part_the_inputs_and_the_environment(tmp_path, monkeypatch):
     store = ProgramStore(tmp_path)
     args = (_carry(), jnp.float32(0.5))
@@ -156,7 +172,7 @@ def test_the_store_goes_with_the_compile_cache(tmp_path):
 
 
 def test_a_run_through_the_store_equals_one_without_it(tmp_path):
-    from ppage_jax.train.run.runner import run_training
+    from ppage_jax.train.run.runner import prefetch_training, run_training
 
     tc = make_train_config(
         tiny_config("ippo", {"num_steps": 8}, 4 * 8 * 4, **{"experiment.num_envs": 4})
@@ -164,10 +180,22 @@ def test_a_run_through_the_store_equals_one_without_it(tmp_path):
     params = tc.env.default_params
     plain = run_training(tc, params, 3, 1, target_chunks=4)
     stored = run_training(tc, params, 3, 1, target_chunks=4, programs=ProgramStore(tmp_path))
+    assert sorted(p.name.split("-")[0] for p in _entries(ProgramStore(tmp_path))) == [
+        "finite_params",
+        "train_chunk",
+        "train_init",
+    ]
     again = ProgramStore(tmp_path)
     loaded = run_training(tc, params, 3, 1, target_chunks=4, programs=again)
-    assert again.loaded == ["train_chunk", "finite_params"]
-    for result in (stored, loaded):
+    assert again.loaded == ["train_init", "train_chunk", "finite_params"]
+    # loads started before the run (as `ppage-jax run` does before the monitor's start)
+    early = ProgramStore(tmp_path)
+    prefetch_training(early, tc, params, 3, 1, target_chunks=4)
+    assert len(early._prefetched) == 2  # the init and the chunk, loading
+    prefetched = run_training(tc, params, 3, 1, target_chunks=4, programs=early)
+    assert early.loaded == ["train_init", "train_chunk", "finite_params"]
+    assert not early._prefetched  # both taken by the run
+    for result in (stored, loaded, prefetched):
         for a, b in zip(
             jax.tree.leaves((result.metrics, result.runner)),
             jax.tree.leaves((plain.metrics, plain.runner)),

@@ -240,3 +240,37 @@ def test_host_seconds_count_the_host_work_between_chunks():
     assert slow.host_seconds >= 0.03 * UPDATES
     assert quick.host_seconds < 0.03 * UPDATES
     assert slow.host_seconds < slow.seconds
+
+
+ORBAX_ON_A_FRESH_RUN = """
+import os, sys, tempfile, threading
+from train_testing import make_train_config, tiny_config
+from ppage_jax.train.run.checkpoint import TrainingCheckpoints
+tc = make_train_config(tiny_config("random", {}, 64))
+checkpoints = TrainingCheckpoints(os.path.join(tempfile.mkdtemp(), "checkpoints"), tc)
+assert checkpoints.latest() is None and checkpoints.restore({"x": 1}) is None
+print("before", "orbax.checkpoint" in sys.modules)
+TrainingCheckpoints.import_soon()
+for thread in threading.enumerate():
+    if thread.name == "import orbax":
+        thread.join()
+print("after", "orbax.checkpoint" in sys.modules)
+"""
+
+
+def test_a_fresh_run_imports_orbax_only_in_the_background():
+    """Nothing to restore reads no checkpoint, so Orbax (about 0.2 s to import) is not
+    imported on the way to training; ``import_soon`` imports it in a thread."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    paths = [str(here), str(here.parent), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
+    done = subprocess.run(
+        [sys.executable, "-c", ORBAX_ON_A_FRESH_RUN], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["before", "False", "after", "True"]

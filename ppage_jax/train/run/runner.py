@@ -34,7 +34,7 @@ import numpy as np
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import fault, fault_armed, fault_soon
-from ppage_jax.compilation.programs import STATE_FIRST, PendingProgram, ProgramStore
+from ppage_jax.compilation.programs import STATE_FIRST, PendingProgram, ProgramStore, Split
 from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
@@ -123,6 +123,38 @@ def _chunk_seeds(
     return _per_seed(chunk, batch)(runner, params, curriculum)
 
 
+def _leaves(tree: Any) -> tuple:
+    return tuple(jax.tree.leaves(tree))
+
+
+def _init_entry(
+    tc: TrainConfig, keys: jax.Array, params: EnvParams, batch: bool
+) -> tuple[str, dict, tuple]:
+    """The program store's name, static part and key arguments of the seeds' init."""
+    static = {"config": tc.config_hash, "algorithm": tc.algorithm, "hp": repr(tc.hp)}
+    return "train_init", {**static, "batch": batch}, (keys, tc, params)
+
+
+def _first_states(
+    programs: ProgramStore | None,
+    keys: jax.Array,
+    tc: TrainConfig,
+    params: EnvParams,
+    batch: bool,
+) -> Any:
+    """The seeds' fresh runner states (:func:`_init_seeds`). With a store and a run made of
+    its config alone, the init program is loaded whole (or compiled and kept): the runner's
+    structure holds the optimisers' functions, which no stored program can give back, so
+    it comes from tracing ``init`` alone (``eval_shape``), without lowering or compiling."""
+    if programs is None or not _storable(tc):
+        return _init_seeds(keys, tc, params, batch=batch)
+    name, static, args = _init_entry(tc, keys, params, batch)
+    init = functools.partial(_init_seeds, batch=batch)
+    structure = jax.tree.structure(jax.eval_shape(init, *args))
+    split = Split(_leaves, lambda leaves, _: structure.unflatten(leaves))
+    return programs.load_soon(name, static, args, background=False).get(init, args, split)(*args)
+
+
 def _storable(tc: TrainConfig) -> bool:
     """Whether ``tc``'s programs are made of its config alone (no trained start policy, no
     frozen opponents read from files), so the program store may key them by its hash."""
@@ -141,21 +173,41 @@ def _chunk_static(tc: TrainConfig, size: int, batch: bool, num_seeds: int) -> di
     }
 
 
-def _load_chunk_soon(
-    programs: ProgramStore | None,
+def _chunk_entry(
     tc: TrainConfig,
     params: EnvParams,
     curriculum: Curriculum | None,
     num_seeds: int,
     size: int,
     batch_seeds: bool | None,
-) -> PendingProgram | None:
-    """Start loading the stored training chunk of a fresh run (``size`` updates) in the
-    background, so that it overlaps the seeds' initialisation; None without a store."""
-    if programs is None or not _storable(tc):
-        return None
+) -> tuple[str, dict, tuple]:
+    """The program store's name, static part and key arguments of a fresh run's chunk."""
     static = _chunk_static(tc, size, _batch_seeds(batch_seeds, num_seeds, False), num_seeds)
-    return programs.load_soon("train_chunk", static, (tc, params, curriculum))
+    return "train_chunk", static, (tc, params, curriculum)
+
+
+def prefetch_training(
+    programs: ProgramStore | None,
+    tc: TrainConfig,
+    params: EnvParams,
+    seed: int,
+    num_seeds: int,
+    *,
+    curriculum: Curriculum | None = None,
+    target_chunks: int = 40,
+    batch_seeds: bool | None = None,
+) -> None:
+    """Start loading, in threads, the stored init and training chunk that
+    :func:`run_training` of a fresh run with the same arguments will take, so that the
+    loads overlap the caller's work before training (``ppage-jax run``: the monitor's
+    untrained run). Nothing without a store or for a run that is not stored."""
+    if programs is None or not _storable(tc):
+        return
+    size = chunk_size(tc.num_updates, target_chunks)
+    programs.prefetch(*_chunk_entry(tc, params, curriculum, num_seeds, size, batch_seeds))
+    batch = _batch_seeds(batch_seeds, num_seeds, False)
+    first = apply_curriculum(curriculum, params, jnp.int32(0))[0]
+    programs.prefetch(*_init_entry(tc, seed_keys(seed, num_seeds), first, batch))
 
 
 def _chunk_program(
@@ -248,6 +300,7 @@ def _start(
     checkpoints: TrainingCheckpoints | None,
     curriculum: Curriculum | None,
     batch_seeds: bool | None,
+    programs: ProgramStore | None,
 ) -> _Start:
     """The fresh runner states of the seeds, or the newest training checkpoint's."""
     multi = jax.process_count() > 1  # this process trains seeds[mine]
@@ -255,11 +308,12 @@ def _start(
         check_divisible(num_seeds, make_mesh(), "experiment.num_seeds")
     mine = process_rows(num_seeds, make_mesh()) if multi else slice(0, num_seeds)
     batch = _batch_seeds(batch_seeds, num_seeds, multi)
-    runner = _init_seeds(
+    runner = _first_states(
+        programs,
         seed_keys(seed, num_seeds)[mine],
         tc,
         apply_curriculum(curriculum, params, jnp.int32(0))[0],
-        batch=batch,
+        batch,
     )
     start = _Start(
         runner, 0, False, chunk_size(tc.num_updates, target_chunks), [], mine, multi, batch
@@ -417,8 +471,13 @@ def run_training(
     module = algorithm(tc.algorithm)
     start = time.perf_counter()
     size = chunk_size(tc.num_updates, target_chunks)
-    pending = _load_chunk_soon(programs, tc, params, curriculum, num_seeds, size, batch_seeds)
-    run = _start(tc, params, seed, num_seeds, target_chunks, checkpoints, curriculum, batch_seeds)
+    pending = None
+    if programs is not None and _storable(tc):  # loads in a thread while the seeds initialise
+        entry = _chunk_entry(tc, params, curriculum, num_seeds, size, batch_seeds)
+        pending = programs.load_soon(*entry)  # or takes the load prefetch_training started
+    run = _start(
+        tc, params, seed, num_seeds, target_chunks, checkpoints, curriculum, batch_seeds, programs
+    )
     resumed_from = run.done
     check = DivergenceCheck(tc, module.policy_state) if check_divergence else None
     if check is not None and run.rows:
