@@ -116,7 +116,7 @@ def same_structure_first(out: tuple) -> tuple:
     """:class:`Split` ``pack`` for ``(state, rest)`` outputs whose state has the structure of
     the first argument: the state as a tuple of leaves."""
     state, rest = out
-    return tuple(jax.tree.leaves(state)), rest
+    return _leaves(state), rest
 
 
 def rebuild_first(packed: tuple, args: tuple) -> tuple:
@@ -126,6 +126,17 @@ def rebuild_first(packed: tuple, args: tuple) -> tuple:
 
 
 STATE_FIRST = Split(same_structure_first, rebuild_first)
+
+
+def _leaves(tree: Any) -> tuple:
+    return tuple(jax.tree.leaves(tree))
+
+
+def known_structure(structure: Any) -> Split:
+    """:class:`Split` for an output whose structure (a ``PyTreeDef``) the caller has without
+    compiling, say from ``jax.eval_shape``: the leaves stored, ``structure`` rebuilt around
+    them (so it may hold functions, which no stored entry can)."""
+    return Split(_leaves, lambda leaves, _: structure.unflatten(leaves))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,12 @@ from train_testing import make_train_config, tiny_config
 
 from ppage_jax.compilation import programs
 from ppage_jax.compilation.cache import disable_compile_cache, enable_compile_cache
-from ppage_jax.compilation.programs import STATE_FIRST, ProgramStore, program_store
+from ppage_jax.compilation.programs import (
+    STATE_FIRST,
+    ProgramStore,
+    known_structure,
+    program_store,
+)
 
 
 @flax.struct.dataclass
@@ -84,6 +89,20 @@ def test_a_prefetched_load_is_taken_once_by_the_next_load_of_its_entry(tmp_path)
     assert missing.future.result() is None
     assert not missing.get(_advance, args, STATE_FIRST).loaded  # compiled, then stored
     assert len(_entries(store)) == 2 and store.loaded == ["advance"]
+
+
+def test_a_known_structure_is_put_around_the_stored_leaves(tmp_path):
+    """An output holding a function (no entry can) keeps it: the caller's structure, from
+    ``eval_shape``, is rebuilt around the loaded program's leaves."""
+    args = (_carry(), jnp.float32(0.5))
+    structure = jax.tree.structure(jax.eval_shape(_advance, *args))
+    ProgramStore(tmp_path).compile("advance", _advance, args, {}, known_structure(structure))
+    store = ProgramStore(tmp_path)
+    loaded = store.compile("advance", _never_traced, args, {}, known_structure(structure))
+    carry, metrics = loaded(*args)
+    assert loaded.loaded and carry.step is args[0].step
+    np.testing.assert_allclose(np.asarray(carry.seen), np.arange(1.0, 14.0))
+    np.testing.assert_array_equal(np.asarray(metrics["top"]), np.asarray(_advance(*args)[1]["top"]))
 
 
 def test_the_key_follows_the_static_part_the_inputs_and_the_environment(tmp_path, monkeypatch):

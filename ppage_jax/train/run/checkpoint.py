@@ -26,7 +26,6 @@ import dataclasses
 import errno
 import functools
 import gc
-import importlib
 import logging
 import math
 import os
@@ -206,6 +205,10 @@ def checkpoint_interval(tc: TrainConfig, every: int | None) -> int:
     return max(1, math.ceil(tc.num_updates / CHECKPOINTS_PER_RUN))
 
 
+def _import_orbax() -> None:
+    import orbax.checkpoint  # noqa: F401 - loaded for the first save
+
+
 @dataclasses.dataclass
 class Restored:
     """A training checkpoint read back: runner state, metrics so far ([S, updates, ...],
@@ -308,9 +311,7 @@ class TrainingCheckpoints:
     def import_soon() -> None:
         """Start importing Orbax (about 0.2 s of Python) in a thread, so that it overlaps
         the caller's start-up instead of the first save; a save waits for it if need be."""
-        if "orbax.checkpoint" not in sys.modules:
-            loader = functools.partial(importlib.import_module, "orbax.checkpoint")
-            threading.Thread(target=loader, name="import orbax", daemon=True).start()
+        threading.Thread(target=_import_orbax, name="import orbax", daemon=True).start()
 
     def _open(self):
         if self._manager is None:
@@ -398,7 +399,7 @@ class TrainingCheckpoints:
         """The newest checkpoint, its runner state in ``template``'s structure (the state
         ``init`` returns, leading seed axis); None when there is none."""
         meta = self.latest()
-        if meta is None:  # Orbax is not imported for a fresh run until its first save
+        if meta is None:  # nothing to read: Orbax need not be imported yet
             return None
         import orbax.checkpoint as ocp
 

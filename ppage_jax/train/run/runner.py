@@ -34,7 +34,12 @@ import numpy as np
 
 from ppage_jax import distributed
 from ppage_jax.artifacts import fault, fault_armed, fault_soon
-from ppage_jax.compilation.programs import STATE_FIRST, PendingProgram, ProgramStore, Split
+from ppage_jax.compilation.programs import (
+    STATE_FIRST,
+    PendingProgram,
+    ProgramStore,
+    known_structure,
+)
 from ppage_jax.sharding import check_divisible, gather_rows, make_mesh, process_rows
 from ppage_jax.state import EnvParams
 from ppage_jax.train.config import TrainConfig
@@ -130,35 +135,36 @@ def _chunk_seeds(
     return _per_seed(chunk, batch)(runner, params, curriculum)
 
 
-def _leaves(tree: Any) -> tuple:
-    return tuple(jax.tree.leaves(tree))
-
-
 def _init_entry(
-    tc: TrainConfig, keys: jax.Array, params: EnvParams, batch: bool
+    tc: TrainConfig,
+    params: EnvParams,
+    curriculum: Curriculum | None,
+    seed: int,
+    num_seeds: int,
+    batch: bool,
+    mine: slice,
 ) -> tuple[str, dict, tuple]:
-    """The program store's name, static part and key arguments of the seeds' init."""
+    """The program store's name, static part and arguments of the init of the seeds
+    ``mine`` (the environment at the curriculum's start)."""
+    keys = seed_keys(seed, num_seeds)[mine]
+    first = apply_curriculum(curriculum, params, jnp.int32(0))[0]
     static = {"config": tc.config_hash, "algorithm": tc.algorithm, "hp": repr(tc.hp)}
-    return "train_init", {**static, "batch": batch}, (keys, tc, params)
+    return "train_init", {**static, "batch": batch}, (keys, tc, first)
 
 
 def _first_states(
-    programs: ProgramStore | None,
-    keys: jax.Array,
-    tc: TrainConfig,
-    params: EnvParams,
-    batch: bool,
+    programs: ProgramStore | None, tc: TrainConfig, entry: tuple[str, dict, tuple]
 ) -> Any:
-    """The seeds' fresh runner states (:func:`_init_seeds`). With a store and a run made of
-    its config alone, the init program is loaded whole (or compiled and kept): the runner's
-    structure holds the optimisers' functions, which no stored program can give back, so
-    it comes from tracing ``init`` alone (``eval_shape``), without lowering or compiling."""
+    """The seeds' fresh runner states (:func:`_init_seeds` of ``entry``'s arguments). With a
+    store and a run made of its config alone, the init program is loaded whole (or compiled
+    and kept): the runner's structure holds the optimisers' functions, which no stored
+    program can give back, so it comes from tracing ``init`` alone (``eval_shape``),
+    without lowering or compiling."""
+    name, static, args = entry
+    init = functools.partial(_init_seeds, batch=static["batch"])
     if programs is None or not _storable(tc):
-        return _init_seeds(keys, tc, params, batch=batch)
-    name, static, args = _init_entry(tc, keys, params, batch)
-    init = functools.partial(_init_seeds, batch=batch)
-    structure = jax.tree.structure(jax.eval_shape(init, *args))
-    split = Split(_leaves, lambda leaves, _: structure.unflatten(leaves))
+        return init(*args)
+    split = known_structure(jax.tree.structure(jax.eval_shape(init, *args)))
     return programs.load_soon(name, static, args, background=False).get(init, args, split)(*args)
 
 
@@ -213,8 +219,9 @@ def prefetch_training(
     size = chunk_size(tc.num_updates, target_chunks)
     programs.prefetch(*_chunk_entry(tc, params, curriculum, num_seeds, size, batch_seeds))
     batch = _batch_seeds(batch_seeds, num_seeds, False)
-    first = apply_curriculum(curriculum, params, jnp.int32(0))[0]
-    programs.prefetch(*_init_entry(tc, seed_keys(seed, num_seeds), first, batch))
+    programs.prefetch(
+        *_init_entry(tc, params, curriculum, seed, num_seeds, batch, slice(0, num_seeds))
+    )
 
 
 def _chunk_program(
@@ -315,13 +322,8 @@ def _start(
         check_divisible(num_seeds, make_mesh(), "experiment.num_seeds")
     mine = process_rows(num_seeds, make_mesh()) if multi else slice(0, num_seeds)
     batch = _batch_seeds(batch_seeds, num_seeds, multi)
-    runner = _first_states(
-        programs,
-        seed_keys(seed, num_seeds)[mine],
-        tc,
-        apply_curriculum(curriculum, params, jnp.int32(0))[0],
-        batch,
-    )
+    entry = _init_entry(tc, params, curriculum, seed, num_seeds, batch, mine)
+    runner = _first_states(programs, tc, entry)
     start = _Start(
         runner, 0, False, chunk_size(tc.num_updates, target_chunks), [], mine, multi, batch
     )
